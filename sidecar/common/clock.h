@@ -1,0 +1,62 @@
+// Time for the sidecar: one monotonic clock (CLOCK_BOOTTIME: it keeps counting through a suspend,
+// and it is the same kernel clock the pod's processes read) and timers on the loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+
+namespace fencekeeper {
+
+using Millis = std::chrono::milliseconds;
+// Nanoseconds of CLOCK_BOOTTIME since boot.
+using TimePoint = std::chrono::nanoseconds;
+
+TimePoint bootTimeNow();
+// Wall-clock milliseconds since the epoch, only for display (never for deadlines).
+int64_t wallClockMs();
+
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  virtual TimePoint now() const = 0;
+  // Runs `fn` on the loop thread once `now() >= when`, unless cancelled first. Never inline.
+  virtual uint64_t schedule(TimePoint when, std::function<void()> fn) = 0;
+  // Cancelling an id that has fired or was cancelled is a no-op.
+  virtual void cancel(uint64_t id) = 0;
+};
+
+// The bookkeeping shared by the real timer and the manual one: ordered deadlines, ids, firing.
+class TimerQueue {
+ public:
+  uint64_t add(TimePoint when, std::function<void()> fn);
+  void remove(uint64_t id);
+  // Fires, in deadline order, every entry due at `now`, including ones added while firing.
+  void runDue(TimePoint now);
+  // The earliest deadline, or TimePoint::max() when empty.
+  TimePoint nextDeadline() const;
+  bool empty() const { return byDeadline_.empty(); }
+
+ private:
+  uint64_t nextId_ = 1;
+  std::multimap<TimePoint, uint64_t> byDeadline_;
+  std::map<uint64_t, std::pair<TimePoint, std::function<void()>>> byId_;
+};
+
+// A Timer whose time moves only when a test says so. Single-threaded.
+class ManualTimer final : public Timer {
+ public:
+  TimePoint now() const override { return now_; }
+  uint64_t schedule(TimePoint when, std::function<void()> fn) override;
+  void cancel(uint64_t id) override { queue_.remove(id); }
+  // Moves time forward and fires what became due.
+  void advance(Millis by);
+  void runDue() { queue_.runDue(now_); }
+
+ private:
+  TimePoint now_{std::chrono::seconds(1000)};
+  TimerQueue queue_;
+};
+
+}  // namespace fencekeeper

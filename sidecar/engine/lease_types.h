@@ -1,0 +1,88 @@
+// The values the lock engine hands to its callers (the RPC layer maps them onto the schema).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sidecar/common/clock.h"
+
+namespace fencekeeper::engine {
+
+using LeaseId = uint64_t;
+
+// Mirrors ipc::Error one to one (rpc/error_mapping.cc keeps them in step).
+enum class LeaseError {
+  kOk,
+  kInvalidName,
+  kInvalidArgument,
+  kTimedOut,
+  kNotHeld,
+  kExpired,
+  kLost,
+  kZkUnavailable,
+  kShuttingDown,
+  kLimitReached,
+  kInternal,
+};
+const char* errorName(LeaseError error);
+
+enum class LossReason {
+  kTtlExpired,
+  kSessionLost,
+  kSessionUncertain,
+  kSidecarShutdown,
+  kReleasedElsewhere,
+};
+const char* lossReasonName(LossReason reason);
+
+struct AcquireSpec {
+  std::string name;
+  std::string ownerLabel;
+  std::string client;  // who asked, for logs ("pid 123")
+  int32_t clientPid = 0;
+  Millis ttl{0};       // 0: the engine's default
+  Millis wait{0};      // 0: try once
+  // Called on the loop when a granted lease is lost (never after withdraw or release).
+  std::function<void(uint64_t token, LossReason)> onLost;
+};
+
+struct AcquireOutcome {
+  LeaseError error = LeaseError::kInternal;
+  LeaseId id = 0;
+  uint64_t token = 0;
+  Millis valid{0};
+};
+
+struct Validity {
+  LeaseError error = LeaseError::kInternal;
+  uint64_t token = 0;
+  Millis valid{0};
+};
+
+struct HolderInfo {
+  bool held = false;
+  uint64_t token = 0;
+  std::string ownerLabel;
+  int64_t sinceUnixMs = 0;
+  uint32_t waiters = 0;
+  bool thisSidecar = false;
+};
+
+struct LeaseSummary {
+  std::string name;
+  uint64_t token = 0;
+  std::string ownerLabel;
+  int32_t clientPid = 0;
+  Millis valid{0};
+};
+
+struct EngineStatus {
+  uint32_t held = 0;
+  uint32_t waiting = 0;
+  uint64_t grantsTotal = 0;
+  std::vector<LeaseSummary> leases;
+};
+
+}  // namespace fencekeeper::engine

@@ -1,0 +1,661 @@
+#include "sidecar/engine/lock_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "sidecar/engine/lock_name.h"
+
+namespace fencekeeper::engine {
+
+namespace {
+constexpr const char* kLockMarker = "__lock__";
+constexpr int kMaxParentRestarts = 5;
+
+std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+}  // namespace
+
+enum class State { kCreating, kWaiting, kHeld, kReleased, kLost };
+
+struct LockEngine::Request {
+  LeaseId id;
+  AcquireSpec spec;
+  std::string lockPath;
+  std::string guid;
+  State state = State::kCreating;
+  // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
+  uint32_t attempt = 0;
+  std::string node;  // full path of our node, once known
+  zk::Stat stat;     // of our node: czxid is the token
+  TimePoint deadline{};
+  uint64_t ttlTimer = 0;
+  uint64_t waitTimer = 0;
+  int64_t grantedUnixMs = 0;
+  LossReason lossReason = LossReason::kTtlExpired;
+  bool recreateOnConnect = false;
+  std::function<void(AcquireOutcome)> done;
+};
+
+LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config)
+    : zk_(zk),
+      timer_(timer),
+      config_(std::move(config)),
+      guidPrefix_("fk" + config_.instanceId + "-") {
+  zk_.setSessionListener([this, alive = std::weak_ptr<bool>(alive_)](zk::SessionState s) {
+    if (alive.lock()) onSessionState(s);
+  });
+}
+
+LockEngine::~LockEngine() {
+  *alive_ = false;
+  zk_.setSessionListener(nullptr);
+  for (auto& [id, r] : requests_) {
+    timer_.cancel(r->ttlTimer);
+    timer_.cancel(r->waitTimer);
+  }
+}
+
+std::string LockEngine::lockPath(const std::string& name) const {
+  return config_.root + "/locks/" + name;
+}
+
+LockEngine::Request* LockEngine::find(LeaseId id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+const LockEngine::Request* LockEngine::find(LeaseId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+LockEngine::Request* LockEngine::find(LeaseId id, uint32_t attempt) {
+  Request* r = find(id);
+  return r && r->attempt == attempt ? r : nullptr;
+}
+
+// ---- acquire ---------------------------------------------------------------------------------
+
+void LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done) {
+  auto refuse = [&](LeaseError e) { done(AcquireOutcome{e, 0, 0, Millis(0)}); };
+  if (shuttingDown_) return refuse(LeaseError::kShuttingDown);
+  if (!isValidLockName(spec.name)) return refuse(LeaseError::kInvalidName);
+  if (spec.ttl.count() == 0) spec.ttl = config_.defaultTtl;
+  if (spec.ttl < config_.minTtl || spec.ttl > config_.maxTtl || spec.wait > config_.maxWait ||
+      spec.ownerLabel.size() > config_.maxOwnerLabelBytes) {
+    return refuse(LeaseError::kInvalidArgument);
+  }
+  if (requests_.size() >= config_.maxRequests) return refuse(LeaseError::kLimitReached);
+
+  auto owned = std::make_unique<Request>();
+  Request& r = *owned;
+  r.id = nextId_++;
+  r.spec = std::move(spec);
+  r.lockPath = lockPath(r.spec.name);
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(r.id));
+  r.guid = guidPrefix_ + hex;
+  r.done = std::move(done);
+  requests_.emplace(r.id, std::move(owned));
+  idByGuid_.emplace(r.guid, r.id);
+
+  if (r.spec.wait.count() > 0) {
+    LeaseId id = r.id;
+    r.waitTimer = timer_.schedule(timer_.now() + r.spec.wait, [this, id] {
+      Request* w = find(id);
+      if (w && (w->state == State::kCreating || w->state == State::kWaiting)) {
+        w->waitTimer = 0;
+        fail(*w, LeaseError::kTimedOut);
+      }
+    });
+  }
+  if (zk_.sessionState() == zk::SessionState::kExpired) {
+    r.recreateOnConnect = true;  // the client is opening a new session
+  } else {
+    startCreate(r);
+  }
+}
+
+void LockEngine::startCreate(Request& r) {
+  r.state = State::kCreating;
+  r.node.clear();
+  LeaseId id = r.id;
+  uint32_t attempt = r.attempt;
+  zk_.create(r.lockPath + "/" + r.guid + kLockMarker, r.spec.ownerLabel,
+             zk::CreateMode::kEphemeralSequential,
+             [this, id, attempt](zk::CreateResult res) { onCreated(id, attempt, res); });
+}
+
+void LockEngine::onCreated(LeaseId id, uint32_t attempt, const zk::CreateResult& res) {
+  Request* r = find(id, attempt);
+  if (!r || r->state != State::kCreating) {
+    // Withdrawn or started over while the create was in flight: the node must not survive. (An
+    // ambiguous answer needs nothing here: withdraw() looks the guid up after it settles.)
+    if (res.code == zk::Code::kOk) deleteNode(res.path);
+    return;
+  }
+  switch (res.code) {
+    case zk::Code::kOk:
+      r->node = res.path;
+      r->stat = res.stat;
+      r->state = State::kWaiting;
+      checkQueue(*r);
+      return;
+    case zk::Code::kNoNode:
+      ensureParents(*r, 0, 0);
+      return;
+    case zk::Code::kConnectionLoss:
+    case zk::Code::kOperationTimeout:
+      retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
+      return;
+    case zk::Code::kSessionExpired:
+      r->recreateOnConnect = true;  // the session listener starts it over
+      return;
+    case zk::Code::kClosing:
+      fail(*r, LeaseError::kShuttingDown);
+      return;
+    default:
+      spdlog::error("create under {} failed: {}", r->lockPath, zk::codeName(res.code));
+      fail(*r, LeaseError::kZkUnavailable);
+      return;
+  }
+}
+
+// After an ambiguous create: sync (so we read what the leader has), then look for our guid.
+void LockEngine::recoverCreate(Request& r) {
+  LeaseId id = r.id;
+  uint32_t attempt = r.attempt;
+  zk_.sync(r.lockPath, [this, id, attempt](zk::Code code) {
+    Request* r = find(id, attempt);
+    if (!r || r->state != State::kCreating) return;
+    if (code == zk::Code::kNoNode) return startCreate(*r);  // parent gone: no node of ours either
+    if (code != zk::Code::kOk) {
+      return retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
+    }
+    zk_.getChildren(r->lockPath, [this, id, attempt](zk::ChildrenResult res) {
+      Request* r = find(id, attempt);
+      if (!r || r->state != State::kCreating) return;
+      if (res.code == zk::Code::kNoNode) return startCreate(*r);
+      if (res.code != zk::Code::kOk) {
+        return retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
+      }
+      std::string mine;
+      for (auto& child : res.children) {
+        if (child.rfind(r->guid + kLockMarker, 0) == 0) mine = child;
+      }
+      if (mine.empty()) {
+        spdlog::info("lock {}: create was not applied after a lost connection; creating again",
+                     r->spec.name);
+        return startCreate(*r);
+      }
+      std::string path = r->lockPath + "/" + mine;
+      zk_.get(path, [this, id, attempt, path](zk::GetResult got) {
+        Request* r = find(id, attempt);
+        if (!r || r->state != State::kCreating) return;
+        if (got.code == zk::Code::kNoNode) return startCreate(*r);
+        if (got.code != zk::Code::kOk) {
+          return retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
+        }
+        spdlog::info("lock {}: found node {} again after a lost connection", r->spec.name, path);
+        onCreated(id, attempt, zk::CreateResult{zk::Code::kOk, path, got.stat});
+      });
+    });
+  });
+}
+
+// Creates root, root/locks and each segment of the lock's path, then the request's node again.
+void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
+  std::vector<std::string> chain{config_.root, config_.root + "/locks"};
+  for (size_t pos = chain.back().size() + 1; pos <= r.lockPath.size(); ++pos) {
+    if (pos == r.lockPath.size() || r.lockPath[pos] == '/') chain.push_back(r.lockPath.substr(0, pos));
+  }
+  if (level >= chain.size()) return startCreate(r);
+  bool persistent = level < 2 || config_.persistentParents;
+  LeaseId id = r.id;
+  uint32_t attempt = r.attempt;
+  zk_.create(chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
+             [this, id, attempt, level, restarts](zk::CreateResult res) {
+               Request* r = find(id, attempt);
+               if (!r || r->state != State::kCreating) return;
+               if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
+                 return ensureParents(*r, level + 1, restarts);
+               }
+               if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
+                 return ensureParents(*r, 0, restarts + 1);  // a parent was reaped meanwhile
+               }
+               if (zk::isAmbiguous(res.code)) {
+                 return retryLater(id, attempt, [this, level, restarts](Request& again) {
+                   ensureParents(again, level, restarts);
+                 });
+               }
+               spdlog::error("cannot create lock parent for {}: {}", r->spec.name,
+                             zk::codeName(res.code));
+               fail(*r, LeaseError::kZkUnavailable);
+             });
+}
+
+// ---- the queue -------------------------------------------------------------------------------
+
+void LockEngine::checkQueue(Request& r) {
+  LeaseId id = r.id;
+  uint32_t attempt = r.attempt;
+  zk_.getChildren(r.lockPath,
+                  [this, id, attempt](zk::ChildrenResult res) { onChildren(id, attempt, res); });
+}
+
+void LockEngine::onChildren(LeaseId id, uint32_t attempt, const zk::ChildrenResult& res) {
+  Request* r = find(id, attempt);
+  if (!r || r->state != State::kWaiting) return;
+  if (zk::isAmbiguous(res.code)) {
+    return retryLater(id, attempt, [this](Request& again) { checkQueue(again); });
+  }
+  if (res.code == zk::Code::kSessionExpired) return;  // the session listener starts it over
+  if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) {
+    return fail(*r, LeaseError::kZkUnavailable);
+  }
+  sweepOrphans(r->lockPath, res.children);
+
+  std::vector<QueueNode> queue;
+  for (auto& child : res.children) {
+    if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
+  }
+  std::string mine = baseName(r->node);
+  auto own = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.name == mine; });
+  if (own == queue.end()) {
+    // Our node is gone without a session expiry (deleted by someone): queue again, it was not held.
+    spdlog::warn("lock {}: waiting node {} vanished; queueing again", r->spec.name, r->node);
+    return startCreate(*r);
+  }
+  const QueueNode* predecessor = nullptr;
+  for (auto& q : queue) {
+    if (q.sequence < own->sequence && (!predecessor || q.sequence > predecessor->sequence)) {
+      predecessor = &q;
+    }
+  }
+  if (!predecessor) return grant(*r);
+  if (r->spec.wait.count() == 0) return fail(*r, LeaseError::kTimedOut);  // try once
+  watchPredecessor(*r, r->lockPath + "/" + predecessor->name);
+}
+
+void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
+  LeaseId id = r.id;
+  uint32_t attempt = r.attempt;
+  zk_.getAndWatch(
+      predecessor,
+      [this, id, attempt](zk::GetResult res) {
+        Request* r = find(id, attempt);
+        if (!r || r->state != State::kWaiting) return;
+        if (res.code == zk::Code::kNoNode) return checkQueue(*r);  // gone before we watched
+        if (zk::isAmbiguous(res.code)) {
+          retryLater(id, attempt, [this](Request& again) { checkQueue(again); });
+        }
+      },
+      [this, id, attempt] {
+        if (Request* r = find(id, attempt); r && r->state == State::kWaiting) checkQueue(*r);
+      });
+}
+
+void LockEngine::grant(Request& r) {
+  if (r.stat.ephemeralOwner != zk_.sessionId()) {
+    // The node belongs to an older session of ours that has since expired: it cannot be held.
+    spdlog::warn("lock {}: node {} is not owned by the current session; queueing again",
+                 r.spec.name, r.node);
+    return startCreate(r);
+  }
+  timer_.cancel(r.waitTimer);
+  r.waitTimer = 0;
+  r.state = State::kHeld;
+  r.grantedUnixMs = wallClockMs();
+  r.deadline = timer_.now() + r.spec.ttl;
+  LeaseId id = r.id;
+  r.ttlTimer = timer_.schedule(r.deadline, [this, id] {
+    Request* held = find(id);
+    if (held && held->state == State::kHeld) {
+      held->ttlTimer = 0;
+      lose(*held, LossReason::kTtlExpired);
+    }
+  });
+  ++grantsTotal_;
+  spdlog::info("grant lock={} token={} client={} owner='{}' ttl={}ms", r.spec.name,
+               r.stat.czxid, r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
+  watchOwnNode(r);
+  auto done = std::move(r.done);
+  done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid), r.spec.ttl});
+}
+
+// A held lease's node can be deleted by another path (an operator, a recovery tool): notice it.
+void LockEngine::watchOwnNode(Request& r) {
+  LeaseId id = r.id;
+  uint32_t attempt = r.attempt;
+  auto check = [this, id, attempt](zk::GetResult res) {
+    Request* r = find(id, attempt);
+    if (r && r->state == State::kHeld && res.code == zk::Code::kNoNode &&
+        zk_.sessionState() == zk::SessionState::kConnected) {
+      lose(*r, LossReason::kReleasedElsewhere);
+    }
+  };
+  zk_.getAndWatch(r.node, check, [this, id, attempt] {
+    Request* r = find(id, attempt);
+    if (r && r->state == State::kHeld) watchOwnNode(*r);
+  });
+}
+
+// ---- loss, failure, release --------------------------------------------------------------------
+
+void LockEngine::lose(Request& r, LossReason reason) {
+  timer_.cancel(r.ttlTimer);
+  r.ttlTimer = 0;
+  r.state = State::kLost;
+  r.lossReason = reason;
+  spdlog::warn("lost lock={} token={} client={} reason={}", r.spec.name, r.stat.czxid,
+               r.spec.client, lossReasonName(reason));
+  if (reason != LossReason::kSessionLost && reason != LossReason::kReleasedElsewhere) {
+    deleteNode(r.node);
+  }
+  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.stat.czxid), reason);
+}
+
+void LockEngine::fail(Request& r, LeaseError error) {
+  if (!r.node.empty()) deleteNode(r.node);
+  auto done = std::move(r.done);
+  erase(r.id);
+  if (done) done(AcquireOutcome{error, 0, 0, Millis(0)});
+}
+
+void LockEngine::erase(LeaseId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  timer_.cancel(it->second->ttlTimer);
+  timer_.cancel(it->second->waitTimer);
+  idByGuid_.erase(it->second->guid);
+  requests_.erase(it);
+}
+
+void LockEngine::withdraw(LeaseId id) {
+  Request* r = find(id);
+  if (!r) return;
+  if (r->state == State::kHeld) {
+    spdlog::info("release lock={} token={} client={} (dropped)", r->spec.name, r->stat.czxid,
+                 r->spec.client);
+  }
+  bool nodeLive = r->state == State::kWaiting || r->state == State::kHeld;
+  std::string node = r->node;
+  std::string lockPath = r->lockPath;
+  std::string guid = r->guid;
+  bool creating = r->state == State::kCreating;
+  erase(id);
+  if (nodeLive) deleteNode(node);
+  // A create in flight finds no request when it answers and deletes its node then; one that
+  // was ambiguous may have left a node that only its guid identifies.
+  if (creating) deleteOrphansByGuid(lockPath, guid);
+}
+
+void LockEngine::release(LeaseId id, std::function<void(LeaseError)> done) {
+  Request* r = find(id);
+  if (!r) return done(LeaseError::kNotHeld);
+  if (r->state != State::kHeld) return done(validity(*r).error);
+  timer_.cancel(r->ttlTimer);
+  r->ttlTimer = 0;
+  r->state = State::kReleased;
+  spdlog::info("release lock={} token={} client={}", r->spec.name, r->stat.czxid, r->spec.client);
+  deleteNode(r->node, [done = std::move(done)] { done(LeaseError::kOk); });
+}
+
+Validity LockEngine::validity(const Request& r) const {
+  switch (r.state) {
+    case State::kHeld: {
+      auto left = std::chrono::duration_cast<Millis>(r.deadline - timer_.now());
+      if (left.count() <= 0) return {LeaseError::kExpired, 0, Millis(0)};
+      return {LeaseError::kOk, static_cast<uint64_t>(r.stat.czxid), left};
+    }
+    case State::kLost:
+      return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost,
+              0, Millis(0)};
+    case State::kReleased:
+      return {LeaseError::kNotHeld, 0, Millis(0)};
+    default:
+      return {LeaseError::kNotHeld, 0, Millis(0)};
+  }
+}
+
+Validity LockEngine::token(LeaseId id) const {
+  const Request* r = find(id);
+  return r ? validity(*r) : Validity{LeaseError::kNotHeld, 0, Millis(0)};
+}
+
+Validity LockEngine::renew(LeaseId id, Millis ttl) {
+  Request* r = find(id);
+  if (!r) return {LeaseError::kNotHeld, 0, Millis(0)};
+  if (ttl.count() == 0) ttl = r->spec.ttl;
+  if (ttl < config_.minTtl || ttl > config_.maxTtl) return {LeaseError::kInvalidArgument};
+  Validity now = validity(*r);
+  if (now.error == LeaseError::kExpired && r->state == State::kHeld) {
+    lose(*r, LossReason::kTtlExpired);  // the timer has not run yet, but the deadline passed
+  }
+  if (now.error != LeaseError::kOk) return now;
+  r->spec.ttl = ttl;
+  r->deadline = timer_.now() + ttl;
+  timer_.cancel(r->ttlTimer);
+  r->ttlTimer = timer_.schedule(r->deadline, [this, id] {
+    Request* held = find(id);
+    if (held && held->state == State::kHeld) {
+      held->ttlTimer = 0;
+      lose(*held, LossReason::kTtlExpired);
+    }
+  });
+  spdlog::debug("renew lock={} token={} ttl={}ms", r->spec.name, r->stat.czxid, ttl.count());
+  return validity(*r);
+}
+
+// ---- node deletion and orphans ---------------------------------------------------------------
+
+void LockEngine::deleteNode(const std::string& path, std::function<void()> done) {
+  zk_.remove(path, [this, alive = std::weak_ptr<bool>(alive_), path,
+                    done = std::move(done)](zk::Code code) mutable {
+    if (!alive.lock()) return;
+    if (zk::isAmbiguous(code)) {
+      // Retry until the delete is confirmed or the session (and with it the node) is gone.
+      timer_.schedule(timer_.now() + config_.retryDelay,
+                      [this, alive, path, done = std::move(done)]() mutable {
+                        if (alive.lock()) deleteNode(path, std::move(done));
+                      });
+      return;
+    }
+    if (code != zk::Code::kOk && code != zk::Code::kNoNode && code != zk::Code::kSessionExpired &&
+        code != zk::Code::kClosing) {
+      spdlog::error("cannot delete {}: {}", path, zk::codeName(code));
+    }
+    if (done) done();
+  });
+}
+
+void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::string& guid) {
+  zk_.sync(lockPath, [this, alive = std::weak_ptr<bool>(alive_), lockPath, guid](zk::Code code) {
+    if (!alive.lock()) return;
+    if (zk::isAmbiguous(code)) {
+      timer_.schedule(timer_.now() + config_.retryDelay, [this, alive, lockPath, guid] {
+        if (alive.lock()) deleteOrphansByGuid(lockPath, guid);
+      });
+      return;
+    }
+    zk_.getChildren(lockPath, [this, alive, lockPath, guid](zk::ChildrenResult res) {
+      if (!alive.lock()) return;
+      for (auto& child : res.children) {
+        if (child.rfind(guid + kLockMarker, 0) == 0) deleteNode(lockPath + "/" + child);
+      }
+    });
+  });
+}
+
+// A node named with this sidecar's prefix that no live request owns is an orphan (for instance
+// from a create whose answer was lost after its request was withdrawn): delete it.
+void LockEngine::sweepOrphans(const std::string& lockPath,
+                              const std::vector<std::string>& children) {
+  for (auto& child : children) {
+    if (child.rfind(guidPrefix_, 0) != 0) continue;
+    auto marker = child.find(kLockMarker);
+    if (marker == std::string::npos) continue;
+    if (idByGuid_.count(child.substr(0, marker))) continue;
+    spdlog::warn("deleting orphan node {}/{}", lockPath, child);
+    deleteNode(lockPath + "/" + child);
+  }
+}
+
+void LockEngine::retryLater(LeaseId id, uint32_t attempt, std::function<void(Request&)> step) {
+  timer_.schedule(timer_.now() + config_.retryDelay,
+                  [this, alive = std::weak_ptr<bool>(alive_), id, attempt, step = std::move(step)] {
+                    if (!alive.lock()) return;
+                    if (Request* r = find(id, attempt)) step(*r);
+                  });
+}
+
+// ---- session ---------------------------------------------------------------------------------
+
+void LockEngine::onSessionState(zk::SessionState state) {
+  spdlog::info("zookeeper session {} (0x{:x})", zk::sessionStateName(state), zk_.sessionId());
+  if (state == zk::SessionState::kExpired) {
+    for (auto& [id, r] : requests_) {
+      if (r->state == State::kHeld) {
+        lose(*r, LossReason::kSessionLost);
+      } else if (r->state == State::kCreating || r->state == State::kWaiting) {
+        // Its node died with the session; it queues again, at the back, in the new session.
+        ++r->attempt;
+        r->state = State::kCreating;
+        r->node.clear();
+        r->recreateOnConnect = true;
+      }
+    }
+  } else if (state == zk::SessionState::kConnected) {
+    for (auto& [id, r] : requests_) {
+      if (r->recreateOnConnect && r->state == State::kCreating) {
+        r->recreateOnConnect = false;
+        startCreate(*r);
+      }
+    }
+  }
+}
+
+// ---- queries ---------------------------------------------------------------------------------
+
+void LockEngine::holder(const std::string& name,
+                        std::function<void(LeaseError, HolderInfo)> done) {
+  if (!isValidLockName(name)) return done(LeaseError::kInvalidName, {});
+  std::string path = lockPath(name);
+  zk_.getChildren(path, [this, alive = std::weak_ptr<bool>(alive_), path,
+                         done = std::move(done)](zk::ChildrenResult res) mutable {
+    if (!alive.lock()) return;
+    if (res.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
+    if (res.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
+    std::vector<QueueNode> queue;
+    for (auto& child : res.children) {
+      if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
+    }
+    if (queue.empty()) return done(LeaseError::kOk, {});
+    auto lowest = std::min_element(queue.begin(), queue.end(),
+                                   [](auto& a, auto& b) { return a.sequence < b.sequence; });
+    std::string node = path + "/" + lowest->name;
+    uint32_t waiters = static_cast<uint32_t>(queue.size() - 1);
+    zk_.get(node, [this, alive, node, waiters, done = std::move(done)](zk::GetResult got) {
+      if (!alive.lock()) return;
+      if (got.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});  // just handed over
+      if (got.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
+      HolderInfo info{true, static_cast<uint64_t>(got.stat.czxid), got.data, got.stat.ctimeMs,
+                      waiters, false};
+      for (auto& [id, r] : requests_) {
+        if (r->node == node && r->state == State::kHeld) {
+          info.thisSidecar = true;
+          info.sinceUnixMs = r->grantedUnixMs;
+        }
+      }
+      done(LeaseError::kOk, info);
+    });
+  });
+}
+
+EngineStatus LockEngine::status() const {
+  EngineStatus s;
+  s.grantsTotal = grantsTotal_;
+  for (auto& [id, r] : requests_) {
+    if (r->state == State::kHeld) {
+      ++s.held;
+      s.leases.push_back({r->spec.name, static_cast<uint64_t>(r->stat.czxid), r->spec.ownerLabel,
+                          r->spec.clientPid, validity(*r).valid});
+    } else if (r->state == State::kCreating || r->state == State::kWaiting) {
+      ++s.waiting;
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> LockEngine::ownNodes() const {
+  std::vector<std::string> nodes;
+  for (auto& [id, r] : requests_) {
+    if (!r->node.empty() && (r->state == State::kWaiting || r->state == State::kHeld)) {
+      nodes.push_back(r->node);
+    }
+  }
+  return nodes;
+}
+
+void LockEngine::shutdown(std::function<void()> done) {
+  shuttingDown_ = true;
+  auto pending = std::make_shared<size_t>(1);
+  auto finish = [pending, done = std::move(done)] {
+    if (--*pending == 0) done();
+  };
+  std::vector<LeaseId> ids;
+  for (auto& [id, r] : requests_) ids.push_back(id);
+  for (LeaseId id : ids) {
+    Request* r = find(id);
+    if (!r) continue;
+    if (r->state == State::kHeld) {
+      ++*pending;
+      timer_.cancel(r->ttlTimer);
+      r->state = State::kLost;
+      r->lossReason = LossReason::kSidecarShutdown;
+      spdlog::info("release lock={} token={} client={} (sidecar shutting down)", r->spec.name,
+                   r->stat.czxid, r->spec.client);
+      // Holders hear of the loss before the node goes, so none works on past its lease.
+      if (r->spec.onLost) r->spec.onLost(r->stat.czxid, LossReason::kSidecarShutdown);
+      deleteNode(r->node, finish);
+    } else if (r->state == State::kCreating || r->state == State::kWaiting) {
+      if (!r->node.empty()) {
+        ++*pending;
+        deleteNode(r->node, finish);
+        r->node.clear();
+      }
+      fail(*r, LeaseError::kShuttingDown);
+    }
+  }
+  finish();
+}
+
+const char* errorName(LeaseError error) {
+  switch (error) {
+    case LeaseError::kOk: return "ok";
+    case LeaseError::kInvalidName: return "invalid name";
+    case LeaseError::kInvalidArgument: return "invalid argument";
+    case LeaseError::kTimedOut: return "timed out";
+    case LeaseError::kNotHeld: return "not held";
+    case LeaseError::kExpired: return "expired";
+    case LeaseError::kLost: return "lost";
+    case LeaseError::kZkUnavailable: return "zookeeper unavailable";
+    case LeaseError::kShuttingDown: return "shutting down";
+    case LeaseError::kLimitReached: return "limit reached";
+    case LeaseError::kInternal: return "internal error";
+  }
+  return "?";
+}
+
+const char* lossReasonName(LossReason reason) {
+  switch (reason) {
+    case LossReason::kTtlExpired: return "ttl expired";
+    case LossReason::kSessionLost: return "session lost";
+    case LossReason::kSessionUncertain: return "session uncertain";
+    case LossReason::kSidecarShutdown: return "sidecar shutting down";
+    case LossReason::kReleasedElsewhere: return "released elsewhere";
+  }
+  return "?";
+}
+
+}  // namespace fencekeeper::engine

@@ -1,0 +1,111 @@
+// The lock engine: ZooKeeper's lock recipe (one ephemeral sequential node per lease request,
+// FIFO by sequence, each waiter watching only its predecessor) and the lease lifecycle
+//   CREATING -> WAITING -> HELD -> (RELEASED | LOST)
+// with fencing tokens (the czxid of the request's own node) and TTL deadlines.
+//
+// Runs on the sidecar's event loop thread only; it has no locks. It depends on nothing but the
+// zk::Client interface and a Timer, so tests run it against the in-memory fake.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sidecar/common/clock.h"
+#include "sidecar/engine/lease_types.h"
+#include "sidecar/zk/zk_client.h"
+
+namespace fencekeeper::engine {
+
+struct EngineConfig {
+  std::string root = "/fencekeeper";
+  bool persistentParents = false;  // CONTAINER lock parents unless set
+  Millis defaultTtl{30'000};
+  Millis minTtl{100};
+  Millis maxTtl{3'600'000};
+  Millis maxWait{3'600'000};
+  size_t maxRequests = 10'000;
+  size_t maxOwnerLabelBytes = 256;
+  // Identifies this sidecar's nodes (`fk<instanceId>-<n>__lock__<seq>`); random per process.
+  std::string instanceId;
+  // Delay before an operation that failed with a lost connection is tried again.
+  Millis retryDelay{100};
+};
+
+class LockEngine {
+ public:
+  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config);
+  ~LockEngine();
+  LockEngine(const LockEngine&) = delete;
+  LockEngine& operator=(const LockEngine&) = delete;
+
+  // Queues a lease request. `done` is called once: with kOk and a LeaseId that stays valid until
+  // withdraw(), or with an error (the request is then gone). It may be called before acquire()
+  // returns when the request is refused at once (bad name, limits, shutting down).
+  void acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done);
+
+  // The caller lets go of a request or lease in any state (dropped capability, closed connection,
+  // cancelled call): its node is deleted, nobody is notified, and `id` is dead afterwards.
+  // Also cancels a pending acquire: its `done` is never called.
+  void withdraw(LeaseId id);
+
+  Validity renew(LeaseId id, Millis ttl);
+  Validity token(LeaseId id) const;
+  // Deletes the lease's node; `done` runs once ZooKeeper confirmed it (or the lease was not held).
+  void release(LeaseId id, std::function<void(LeaseError)> done);
+
+  void holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done);
+  EngineStatus status() const;
+
+  // Tells every holder (reason kSidecarShutdown), fails every waiter, deletes every node, refuses
+  // new requests; `done` runs when ZooKeeper confirmed the deletions (or they failed).
+  void shutdown(std::function<void()> done);
+
+  // Every lease of this engine with its own node path (tests and status).
+  std::vector<std::string> ownNodes() const;
+
+ private:
+  struct Request;
+
+  Request* find(LeaseId id, uint32_t attempt);
+  Request* find(LeaseId id);
+  const Request* find(LeaseId id) const;
+  std::string lockPath(const std::string& name) const;
+
+  void startCreate(Request& r);
+  void onCreated(LeaseId id, uint32_t attempt, const zk::CreateResult& result);
+  void recoverCreate(Request& r);
+  void ensureParents(Request& r, size_t level, int restarts);
+  void checkQueue(Request& r);
+  void onChildren(LeaseId id, uint32_t attempt, const zk::ChildrenResult& result);
+  void watchPredecessor(Request& r, const std::string& predecessor);
+  void grant(Request& r);
+  void watchOwnNode(Request& r);
+  void lose(Request& r, LossReason reason);
+  void fail(Request& r, LeaseError error);
+  void erase(LeaseId id);
+
+  void deleteNode(const std::string& path, std::function<void()> done = nullptr);
+  void deleteOrphansByGuid(const std::string& lockPath, const std::string& guid);
+  void sweepOrphans(const std::string& lockPath, const std::vector<std::string>& children);
+  void retryLater(LeaseId id, uint32_t attempt, std::function<void(Request&)> step);
+  void onSessionState(zk::SessionState state);
+
+  Validity validity(const Request& r) const;
+
+  zk::Client& zk_;
+  Timer& timer_;
+  const EngineConfig config_;
+  const std::string guidPrefix_;
+  LeaseId nextId_ = 1;
+  std::map<LeaseId, std::unique_ptr<Request>> requests_;
+  std::map<std::string, LeaseId> idByGuid_;
+  bool shuttingDown_ = false;
+  uint64_t grantsTotal_ = 0;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace fencekeeper::engine

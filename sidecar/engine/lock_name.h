@@ -1,0 +1,24 @@
+// Lock names as clients give them, and lock-queue node names as kazoo and fencekeeper write them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fencekeeper::engine {
+
+constexpr size_t kMaxLockNameBytes = 200;
+
+// `[A-Za-z0-9._-]` segments separated by '/', no empty, "." or ".." segment, at most 200 bytes.
+bool isValidLockName(std::string_view name);
+
+// A child of a lock's node that takes part in the queue: `<guid>__lock__<seq>` (or `__rlock__`,
+// kazoo's read locks), ordered by the 10-digit sequence suffix alone, as kazoo orders them.
+struct QueueNode {
+  std::string name;
+  int64_t sequence;
+};
+std::optional<QueueNode> parseQueueNode(std::string_view childName);
+
+}  // namespace fencekeeper::engine

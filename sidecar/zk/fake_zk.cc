@@ -1,0 +1,205 @@
+#include "sidecar/zk/fake_zk.h"
+
+#include <cstdio>
+
+namespace fencekeeper::zk {
+
+FakeZkClient::FakeZkClient(FakeZkServer& server, Executor& executor)
+    : server_(server), executor_(executor) {
+  session_ = server_.openSession(this);
+}
+
+FakeZkClient::~FakeZkClient() {
+  *alive_ = false;
+  server_.closeSession(session_);
+}
+
+void FakeZkClient::post(std::function<void()> fn) {
+  executor_.post([alive = alive_, fn = std::move(fn)] {
+    if (*alive) fn();
+  });
+}
+
+void FakeZkClient::setState(SessionState state) {
+  state_ = state;
+  post([this, state] {
+    if (listener_) listener_(state);
+  });
+}
+
+void FakeZkClient::create(const std::string& path, const std::string& data, CreateMode mode,
+                          CreateCallback done) {
+  CreateResult result{Code::kConnectionLoss, {}, {}};
+  if (!disconnected()) {
+    if (!server_.createFaults_.empty()) {
+      auto fault = server_.createFaults_.front();
+      server_.createFaults_.erase(server_.createFaults_.begin());
+      if (fault.apply) server_.doCreate(session_, path, data, mode);
+      result.code = fault.code;
+    } else {
+      result = server_.doCreate(session_, path, data, mode);
+    }
+  }
+  post([done = std::move(done), result = std::move(result)] { done(result); });
+}
+
+void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
+  ChildrenResult result{Code::kConnectionLoss, {}};
+  if (!disconnected()) {
+    result.code = server_.exists(path) ? Code::kOk : Code::kNoNode;
+    result.children = server_.childrenOf(path);
+  }
+  post([done = std::move(done), result = std::move(result)] { done(result); });
+}
+
+void FakeZkClient::get(const std::string& path, GetCallback done) {
+  GetResult result{Code::kConnectionLoss, {}, {}};
+  if (!disconnected()) {
+    auto it = server_.nodes_.find(path);
+    if (it == server_.nodes_.end()) {
+      result.code = Code::kNoNode;
+    } else {
+      result = GetResult{Code::kOk, it->second.data, it->second.stat};
+    }
+  }
+  post([done = std::move(done), result = std::move(result)] { done(result); });
+}
+
+void FakeZkClient::getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) {
+  if (!disconnected() && server_.exists(path)) {
+    server_.watches_.emplace(path, FakeZkServer::Watch{this, std::move(onChange)});
+  }
+  get(path, std::move(done));
+}
+
+void FakeZkClient::remove(const std::string& path, CodeCallback done) {
+  Code code = disconnected() ? Code::kConnectionLoss : server_.doRemove(path);
+  post([done = std::move(done), code] { done(code); });
+}
+
+void FakeZkClient::sync(const std::string&, CodeCallback done) {
+  Code code = disconnected() ? Code::kConnectionLoss : Code::kOk;
+  post([done = std::move(done), code] { done(code); });
+}
+
+int64_t FakeZkServer::openSession(FakeZkClient* client) {
+  int64_t session = nextSession_++;
+  sessions_[session] = client;
+  return session;
+}
+
+void FakeZkServer::closeSession(int64_t session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  FakeZkClient* client = it->second;
+  sessions_.erase(it);
+  for (auto w = watches_.begin(); w != watches_.end();) {
+    w = w->second.client == client ? watches_.erase(w) : std::next(w);
+  }
+  std::vector<std::string> ephemerals;
+  for (auto& [path, node] : nodes_) {
+    if (node.stat.ephemeralOwner == session) ephemerals.push_back(path);
+  }
+  for (auto& path : ephemerals) doRemove(path);
+}
+
+void FakeZkServer::setDisconnected(FakeZkClient& client, bool disconnected) {
+  client.setState(disconnected ? SessionState::kConnecting : SessionState::kConnected);
+}
+
+void FakeZkServer::expireSession(FakeZkClient& client) {
+  closeSession(client.session_);
+  client.setState(SessionState::kExpired);
+  client.session_ = openSession(&client);
+  client.setState(SessionState::kConnected);
+}
+
+void FakeZkServer::removeExternally(const std::string& path) { doRemove(path); }
+
+void FakeZkServer::reapEmptyContainers() {
+  std::vector<std::string> reap;
+  for (auto& [path, node] : nodes_) {
+    if (node.mode == CreateMode::kContainer && node.hadChildren && node.stat.numChildren == 0) {
+      reap.push_back(path);
+    }
+  }
+  for (auto& path : reap) doRemove(path);
+}
+
+std::string FakeZkServer::createExternally(const std::string& path, const std::string& data,
+                                           CreateMode mode) {
+  return doCreate(0x7fff0000, path, data, mode).path;
+}
+
+std::vector<std::string> FakeZkServer::childrenOf(const std::string& path) const {
+  std::vector<std::string> out;
+  std::string prefix = path == "/" ? "/" : path + "/";
+  for (auto it = nodes_.lower_bound(prefix); it != nodes_.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    std::string rest = it->first.substr(prefix.size());
+    if (!rest.empty() && rest.find('/') == std::string::npos) out.push_back(rest);
+  }
+  return out;
+}
+
+std::string FakeZkServer::dataOf(const std::string& path) const {
+  auto it = nodes_.find(path);
+  return it == nodes_.end() ? std::string() : it->second.data;
+}
+
+Stat FakeZkServer::statOf(const std::string& path) const {
+  auto it = nodes_.find(path);
+  return it == nodes_.end() ? Stat{} : it->second.stat;
+}
+
+std::string FakeZkServer::parentOf(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
+                                    const std::string& data, CreateMode mode) {
+  auto parent = nodes_.find(parentOf(path));
+  if (parent == nodes_.end()) return {Code::kNoNode, {}, {}};
+  std::string created = path;
+  if (mode == CreateMode::kEphemeralSequential) {
+    char suffix[16];
+    std::snprintf(suffix, sizeof suffix, "%010d", parent->second.nextSequence++);
+    created += suffix;
+  }
+  if (nodes_.count(created)) return {Code::kNodeExists, {}, {}};
+  Node node;
+  node.data = data;
+  node.mode = mode;
+  node.stat.czxid = node.stat.mzxid = ++zxid_;
+  node.stat.ctimeMs = zxid_;
+  node.stat.ephemeralOwner = mode == CreateMode::kEphemeralSequential ? session : 0;
+  parent->second.stat.numChildren++;
+  parent->second.hadChildren = true;
+  Stat stat = node.stat;
+  nodes_.emplace(created, std::move(node));
+  fireWatches(created);
+  return {Code::kOk, created, stat};
+}
+
+Code FakeZkServer::doRemove(const std::string& path) {
+  auto it = nodes_.find(path);
+  if (it == nodes_.end()) return Code::kNoNode;
+  if (it->second.stat.numChildren > 0) return Code::kNotEmpty;
+  nodes_.erase(it);
+  ++zxid_;
+  auto parent = nodes_.find(parentOf(path));
+  if (parent != nodes_.end()) parent->second.stat.numChildren--;
+  fireWatches(path);
+  return Code::kOk;
+}
+
+void FakeZkServer::fireWatches(const std::string& path) {
+  auto range = watches_.equal_range(path);
+  for (auto it = range.first; it != range.second; ++it) {
+    it->second.client->post(std::move(it->second.fn));
+  }
+  watches_.erase(range.first, range.second);
+}
+
+}  // namespace fencekeeper::zk

@@ -1,0 +1,109 @@
+// An in-memory ZooKeeper for fast, deterministic engine tests: one FakeZkServer (the znode tree,
+// zxids, sessions, ephemeral and sequential nodes, watches, injected faults) and one FakeZkClient
+// per session. Single-threaded: answers are posted to an Executor, as the real client posts them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "sidecar/common/executor.h"
+#include "sidecar/zk/zk_client.h"
+
+namespace fencekeeper::zk {
+
+class FakeZkServer;
+
+class FakeZkClient final : public Client {
+ public:
+  FakeZkClient(FakeZkServer& server, Executor& executor);
+  ~FakeZkClient() override;
+
+  void create(const std::string& path, const std::string& data, CreateMode mode,
+              CreateCallback done) override;
+  void getChildren(const std::string& path, ChildrenCallback done) override;
+  void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) override;
+  void get(const std::string& path, GetCallback done) override;
+  void remove(const std::string& path, CodeCallback done) override;
+  void sync(const std::string& path, CodeCallback done) override;
+  SessionState sessionState() const override { return state_; }
+  int64_t sessionId() const override { return session_; }
+  int32_t negotiatedTimeoutMs() const override { return 4000; }
+  void setSessionListener(std::function<void(SessionState)> listener) override {
+    listener_ = std::move(listener);
+  }
+
+ private:
+  friend class FakeZkServer;
+  void post(std::function<void()> fn);
+  void setState(SessionState state);
+  bool disconnected() const { return state_ != SessionState::kConnected; }
+
+  FakeZkServer& server_;
+  Executor& executor_;
+  int64_t session_ = 0;
+  SessionState state_ = SessionState::kConnected;
+  std::function<void(SessionState)> listener_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+class FakeZkServer {
+ public:
+  // Fault injection, consumed by the next create of any session:
+  // the create is applied, but its caller is told `code` (the ambiguous case)...
+  void failNextCreateAfterApply(Code code) { createFaults_.push_back({true, code}); }
+  // ... or it is not applied and fails with `code`.
+  void failNextCreateBeforeApply(Code code) { createFaults_.push_back({false, code}); }
+  // While disconnected, every request of that client fails with kConnectionLoss; its session lives.
+  void setDisconnected(FakeZkClient& client, bool disconnected);
+  // Ends a session: its ephemerals vanish, its watches are dropped, its client sees kExpired and
+  // then kConnected with a new session (as the real client re-initialises itself).
+  void expireSession(FakeZkClient& client);
+  // Deletes a node as another client would (fires watches).
+  void removeExternally(const std::string& path);
+  // Deletes every empty container node that has had children, as the server's reaper does.
+  void reapEmptyContainers();
+  // Creates a node as another session would (e.g. a kazoo contender); ephemeral nodes belong to
+  // a session id that no FakeZkClient has.
+  std::string createExternally(const std::string& path, const std::string& data, CreateMode mode);
+
+  bool exists(const std::string& path) const { return nodes_.count(path) > 0; }
+  std::vector<std::string> childrenOf(const std::string& path) const;
+  std::string dataOf(const std::string& path) const;
+  Stat statOf(const std::string& path) const;
+
+ private:
+  friend class FakeZkClient;
+  struct Node {
+    std::string data;
+    Stat stat;
+    CreateMode mode;
+    int32_t nextSequence = 0;
+    bool hadChildren = false;
+  };
+  struct Fault {
+    bool apply;
+    Code code;
+  };
+  struct Watch {
+    FakeZkClient* client;
+    Client::WatchCallback fn;
+  };
+
+  int64_t openSession(FakeZkClient* client);
+  void closeSession(int64_t session);
+  CreateResult doCreate(int64_t session, const std::string& path, const std::string& data,
+                        CreateMode mode);
+  Code doRemove(const std::string& path);
+  void fireWatches(const std::string& path);
+  static std::string parentOf(const std::string& path);
+
+  int64_t zxid_ = 0x100000000;
+  int64_t nextSession_ = 0x1000;
+  std::map<std::string, Node> nodes_{{"/", Node{}}};
+  std::map<int64_t, FakeZkClient*> sessions_;
+  std::multimap<std::string, Watch> watches_;
+  std::vector<Fault> createFaults_;
+};
+
+}  // namespace fencekeeper::zk

@@ -1,0 +1,102 @@
+// The narrow ZooKeeper interface the lock engine depends on: an in-memory fake and the real C
+// client implement it. Every callback runs on the sidecar's event loop thread, never on a
+// ZooKeeper client thread. Completion callbacks are called exactly once, also when the client
+// is closed (kClosing); no callback runs after the client is destroyed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fencekeeper::zk {
+
+// The ZooKeeper outcomes the engine branches on; every C client return code maps to one of these
+// in zk_code.cc and nowhere else.
+enum class Code {
+  kOk,
+  kNoNode,
+  kNodeExists,
+  kNotEmpty,
+  kBadVersion,
+  kConnectionLoss,    // ambiguous: the request may or may not have been applied
+  kOperationTimeout,  // ambiguous, as connection loss
+  kSessionExpired,
+  kClosing,           // the client is being closed
+  kInvalidArgument,
+  kOther,
+};
+
+const char* codeName(Code code);
+// True when the request may have been applied although no answer came back.
+inline bool isAmbiguous(Code code) {
+  return code == Code::kConnectionLoss || code == Code::kOperationTimeout;
+}
+
+struct Stat {
+  int64_t czxid = 0;
+  int64_t mzxid = 0;
+  int64_t ctimeMs = 0;  // wall clock of the server
+  int64_t ephemeralOwner = 0;
+  int32_t version = 0;
+  int32_t numChildren = 0;
+};
+
+enum class CreateMode { kPersistent, kContainer, kEphemeralSequential };
+
+enum class SessionState {
+  kConnecting,  // disconnected, the client is trying to reconnect (the session may still live)
+  kConnected,
+  kExpired,     // the session is gone with its ephemeral nodes; a new client must be made
+  kAuthFailed,
+};
+const char* sessionStateName(SessionState state);
+
+struct CreateResult {
+  Code code;
+  std::string path;  // the created path (with its sequence suffix)
+  Stat stat;
+};
+struct ChildrenResult {
+  Code code;
+  std::vector<std::string> children;  // names, not paths
+};
+struct GetResult {
+  Code code;
+  std::string data;
+  Stat stat;
+};
+
+class Client {
+ public:
+  virtual ~Client() = default;
+
+  using CreateCallback = std::function<void(CreateResult)>;
+  using ChildrenCallback = std::function<void(ChildrenResult)>;
+  using GetCallback = std::function<void(GetResult)>;
+  using CodeCallback = std::function<void(Code)>;
+  // Called at most once, when the watched node is deleted or changed. A watch may end without a
+  // call when the session expires or the client closes: the session listener says so.
+  using WatchCallback = std::function<void()>;
+
+  virtual void create(const std::string& path, const std::string& data, CreateMode mode,
+                      CreateCallback done) = 0;
+  virtual void getChildren(const std::string& path, ChildrenCallback done) = 0;
+  // Reads a node; when it exists, `onChange` is armed and fires once on its change or deletion.
+  // When the node does not exist (kNoNode), no watch is left behind.
+  virtual void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) = 0;
+  virtual void get(const std::string& path, GetCallback done) = 0;
+  virtual void remove(const std::string& path, CodeCallback done) = 0;
+  // A sync goes through the leader: once it answers, this client sees every write the leader had
+  // committed when the sync was sent.
+  virtual void sync(const std::string& path, CodeCallback done) = 0;
+
+  virtual SessionState sessionState() const = 0;
+  virtual int64_t sessionId() const = 0;
+  virtual int32_t negotiatedTimeoutMs() const = 0;
+  // One listener; called on the loop thread for every session state change.
+  virtual void setSessionListener(std::function<void(SessionState)> listener) = 0;
+};
+
+}  // namespace fencekeeper::zk

@@ -1,0 +1,300 @@
+// The lock engine against the in-memory ZooKeeper: ordering, predecessor watches, ambiguous
+// creates, release, TTL and session loss, all with time driven by a manual timer.
+#include "sidecar/engine/lock_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "sidecar/engine/lock_name.h"
+#include "sidecar/zk/fake_zk.h"
+#include "tests/support/manual_executor.h"
+
+namespace fencekeeper::engine {
+namespace {
+
+using zk::FakeZkClient;
+using zk::FakeZkServer;
+
+// One sidecar: its own session on the shared fake server, its own engine.
+struct Sidecar {
+  Sidecar(FakeZkServer& server, testing::ManualExecutor& ex, ManualTimer& timer, std::string id)
+      : zk(server, ex), engine(zk, timer, config(std::move(id))) {}
+  static EngineConfig config(std::string id) {
+    EngineConfig c;
+    c.instanceId = std::move(id);
+    return c;
+  }
+  FakeZkClient zk;
+  LockEngine engine;
+};
+
+// The outcome of one acquire, filled in when the engine answers.
+struct Pending {
+  std::optional<AcquireOutcome> outcome;
+  std::vector<LossReason> losses;
+  bool granted() const { return outcome && outcome->error == LeaseError::kOk; }
+};
+
+class LockEngineTest : public ::testing::Test {
+ protected:
+  void settle() {
+    while (ex.runAll() > 0) {
+    }
+  }
+  std::unique_ptr<Pending> acquire(Sidecar& s, const std::string& name, Millis wait = Millis(60000),
+                                   Millis ttl = Millis(10000)) {
+    auto p = std::make_unique<Pending>();
+    AcquireSpec spec;
+    spec.name = name;
+    spec.ownerLabel = "worker";
+    spec.client = "test";
+    spec.ttl = ttl;
+    spec.wait = wait;
+    Pending* raw = p.get();
+    spec.onLost = [raw](uint64_t, LossReason reason) { raw->losses.push_back(reason); };
+    s.engine.acquire(std::move(spec), [raw](AcquireOutcome o) { raw->outcome = o; });
+    settle();
+    return p;
+  }
+  void release(Sidecar& s, Pending& p) {
+    std::optional<LeaseError> result;
+    s.engine.release(p.outcome->id, [&](LeaseError e) { result = e; });
+    settle();
+    ASSERT_EQ(result, LeaseError::kOk);
+    s.engine.withdraw(p.outcome->id);
+    settle();
+  }
+  std::vector<std::string> queue(const std::string& name) {
+    return server.childrenOf("/fencekeeper/locks/" + name);
+  }
+
+  testing::ManualExecutor ex;
+  ManualTimer timer;
+  FakeZkServer server;
+  Sidecar a{server, ex, timer, "aaaa"};
+  Sidecar b{server, ex, timer, "bbbb"};
+};
+
+TEST_F(LockEngineTest, GrantsWithTheNodesCzxidAsToken) {
+  auto p = acquire(a, "jobs/nightly");
+  ASSERT_TRUE(p->granted());
+  auto nodes = queue("jobs/nightly");
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_NE(nodes[0].find("__lock__0000000000"), std::string::npos);
+  auto stat = server.statOf("/fencekeeper/locks/jobs/nightly/" + nodes[0]);
+  EXPECT_EQ(p->outcome->token, static_cast<uint64_t>(stat.czxid));
+  EXPECT_EQ(server.dataOf("/fencekeeper/locks/jobs/nightly/" + nodes[0]), "worker");
+}
+
+TEST_F(LockEngineTest, ContendersAreGrantedInFifoOrderWithRisingTokens) {
+  auto first = acquire(a, "x");
+  auto second = acquire(b, "x");
+  auto third = acquire(a, "x");
+  ASSERT_TRUE(first->granted());
+  EXPECT_FALSE(second->outcome);
+  EXPECT_FALSE(third->outcome);
+  release(a, *first);
+  ASSERT_TRUE(second->granted());
+  EXPECT_FALSE(third->outcome);
+  EXPECT_GT(second->outcome->token, first->outcome->token);
+  release(b, *second);
+  ASSERT_TRUE(third->granted());
+  EXPECT_GT(third->outcome->token, second->outcome->token);
+  release(a, *third);
+  EXPECT_TRUE(queue("x").empty());
+}
+
+TEST_F(LockEngineTest, WaiterWakesOnlyWhenItsPredecessorGoes) {
+  auto first = acquire(a, "x");
+  auto second = acquire(b, "x");
+  auto third = acquire(a, "x");
+  auto names = queue("x");
+  ASSERT_EQ(names.size(), 3u);
+  std::sort(names.begin(), names.end(), [](auto& l, auto& r) {
+    return parseQueueNode(l)->sequence < parseQueueNode(r)->sequence;
+  });
+  // The middle node vanishes: the third now waits on the first and is not granted. The second,
+  // whose node it was, notices when its own predecessor goes, and queues again at the back.
+  server.removeExternally("/fencekeeper/locks/x/" + names[1]);
+  settle();
+  EXPECT_FALSE(third->outcome);
+  EXPECT_FALSE(second->outcome);
+  release(a, *first);
+  EXPECT_TRUE(third->granted());
+  EXPECT_FALSE(second->outcome);
+  release(a, *third);
+  EXPECT_TRUE(second->granted());
+}
+
+TEST_F(LockEngineTest, TryOnceFailsWithoutLeavingANode) {
+  auto holder = acquire(a, "x");
+  auto attempt = acquire(b, "x", Millis(0));
+  ASSERT_TRUE(attempt->outcome);
+  EXPECT_EQ(attempt->outcome->error, LeaseError::kTimedOut);
+  EXPECT_EQ(queue("x").size(), 1u);
+}
+
+TEST_F(LockEngineTest, WaitTimeoutDeletesTheWaitersNode) {
+  auto holder = acquire(a, "x");
+  auto waiter = acquire(b, "x", Millis(500));
+  EXPECT_EQ(queue("x").size(), 2u);
+  timer.advance(Millis(499));
+  settle();
+  EXPECT_FALSE(waiter->outcome);
+  timer.advance(Millis(1));
+  settle();
+  ASSERT_TRUE(waiter->outcome);
+  EXPECT_EQ(waiter->outcome->error, LeaseError::kTimedOut);
+  EXPECT_EQ(queue("x").size(), 1u);
+}
+
+TEST_F(LockEngineTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
+  acquire(a, "warmup");  // creates the parents
+  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
+  auto p = acquire(a, "x");
+  EXPECT_FALSE(p->outcome);
+  timer.advance(Millis(100));
+  settle();
+  ASSERT_TRUE(p->granted());
+  EXPECT_EQ(queue("x").size(), 1u);  // never two nodes for one request
+  release(a, *p);
+  EXPECT_TRUE(queue("x").empty());  // and no orphan
+  auto next = acquire(b, "x");
+  EXPECT_TRUE(next->granted());
+}
+
+TEST_F(LockEngineTest, AmbiguousCreateThatWasNotAppliedIsCreatedOnce) {
+  server.failNextCreateBeforeApply(zk::Code::kOperationTimeout);
+  auto p = acquire(a, "x");
+  timer.advance(Millis(100));
+  settle();
+  ASSERT_TRUE(p->granted());
+  EXPECT_EQ(queue("x").size(), 1u);
+}
+
+TEST_F(LockEngineTest, WithdrawDuringAmbiguousCreateLeavesNoOrphan) {
+  acquire(a, "warmup");
+  auto holder = acquire(b, "x");
+  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
+  AcquireSpec spec;
+  spec.name = "x";
+  spec.wait = Millis(10000);
+  bool answered = false;
+  a.engine.acquire(spec, [&](AcquireOutcome) { answered = true; });
+  // The id is the engine's next: withdraw before the create's answer arrives.
+  a.engine.withdraw(2);
+  settle();
+  timer.advance(Millis(200));
+  settle();
+  EXPECT_FALSE(answered);
+  EXPECT_EQ(queue("x").size(), 1u);
+  release(b, *holder);
+  EXPECT_TRUE(queue("x").empty());
+}
+
+TEST_F(LockEngineTest, OrphanWithThisSidecarsPrefixIsSwept) {
+  auto holder = acquire(b, "x");
+  server.createExternally("/fencekeeper/locks/x/fkaaaa-99__lock__", "", zk::CreateMode::kEphemeralSequential);
+  EXPECT_EQ(queue("x").size(), 2u);
+  auto waiter = acquire(a, "x");
+  EXPECT_EQ(queue("x").size(), 2u);  // the orphan went, the waiter came
+  release(b, *holder);
+  EXPECT_TRUE(waiter->granted());
+}
+
+TEST_F(LockEngineTest, ForeignContenderNodeIsRespected) {
+  // A kazoo Lock's node: a uuid4 guid, same marker, same queue.
+  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kContainer);
+  auto kazoo = server.createExternally("/fencekeeper/locks/x/0123456789abcdef0123456789abcdef__lock__",
+                                       "kazoo", zk::CreateMode::kEphemeralSequential);
+  auto p = acquire(a, "x");
+  EXPECT_FALSE(p->outcome);
+  server.removeExternally(kazoo);
+  settle();
+  EXPECT_TRUE(p->granted());
+}
+
+TEST_F(LockEngineTest, TtlExpiryLosesTheLeaseAndHandsOver) {
+  auto holder = acquire(a, "x", Millis(60000), Millis(1000));
+  auto standby = acquire(b, "x");
+  timer.advance(Millis(999));
+  settle();
+  EXPECT_TRUE(holder->losses.empty());
+  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kOk);
+  timer.advance(Millis(1));
+  settle();
+  ASSERT_EQ(holder->losses.size(), 1u);
+  EXPECT_EQ(holder->losses[0], LossReason::kTtlExpired);
+  EXPECT_EQ(a.engine.renew(holder->outcome->id, Millis(0)).error, LeaseError::kExpired);
+  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kExpired);
+  ASSERT_TRUE(standby->granted());
+  EXPECT_GT(standby->outcome->token, holder->outcome->token);
+}
+
+TEST_F(LockEngineTest, RenewExtendsTheDeadline) {
+  auto holder = acquire(a, "x", Millis(60000), Millis(1000));
+  for (int i = 0; i < 5; ++i) {
+    timer.advance(Millis(600));
+    settle();
+    auto v = a.engine.renew(holder->outcome->id, Millis(0));
+    ASSERT_EQ(v.error, LeaseError::kOk);
+    EXPECT_EQ(v.valid, Millis(1000));
+  }
+  EXPECT_TRUE(holder->losses.empty());
+  EXPECT_EQ(a.engine.renew(holder->outcome->id, Millis(1)).error, LeaseError::kInvalidArgument);
+}
+
+TEST_F(LockEngineTest, TokenRisesAfterTheParentIsReapedAndRecreated) {
+  auto first = acquire(a, "x");
+  release(a, *first);
+  server.reapEmptyContainers();
+  EXPECT_FALSE(server.exists("/fencekeeper/locks/x"));
+  auto second = acquire(b, "x");
+  ASSERT_TRUE(second->granted());
+  EXPECT_NE(queue("x")[0].find("__lock__0000000000"), std::string::npos);  // sequence restarted
+  EXPECT_GT(second->outcome->token, first->outcome->token);
+}
+
+TEST_F(LockEngineTest, SessionExpiryLosesHeldLeasesAndRequeuesWaiters) {
+  auto held = acquire(a, "x");
+  auto holderB = acquire(b, "y");
+  auto waiting = acquire(a, "y");
+  server.expireSession(a.zk);
+  settle();
+  ASSERT_EQ(held->losses.size(), 1u);
+  EXPECT_EQ(held->losses[0], LossReason::kSessionLost);
+  EXPECT_EQ(a.engine.token(held->outcome->id).error, LeaseError::kLost);
+  EXPECT_EQ(queue("y").size(), 2u);  // the waiter queued again in the new session
+  release(b, *holderB);
+  ASSERT_TRUE(waiting->granted());
+  EXPECT_GT(waiting->outcome->token, holderB->outcome->token);
+}
+
+TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
+  EXPECT_EQ(acquire(a, "../etc")->outcome->error, LeaseError::kInvalidName);
+  EXPECT_EQ(acquire(a, "x", Millis(0), Millis(5))->outcome->error, LeaseError::kInvalidArgument);
+  EXPECT_EQ(acquire(a, "x", Millis(0), Millis(100'000'000))->outcome->error,
+            LeaseError::kInvalidArgument);
+  EXPECT_FALSE(server.exists("/fencekeeper"));
+}
+
+TEST_F(LockEngineTest, ShutdownTellsHoldersAndDeletesEverything) {
+  auto held = acquire(a, "x");
+  auto waiting = acquire(a, "y");
+  auto other = acquire(b, "y");
+  (void)other;
+  bool done = false;
+  a.engine.shutdown([&] { done = true; });
+  settle();
+  EXPECT_TRUE(done);
+  ASSERT_EQ(held->losses.size(), 1u);
+  EXPECT_EQ(held->losses[0], LossReason::kSidecarShutdown);
+  EXPECT_TRUE(queue("x").empty());
+  EXPECT_EQ(acquire(a, "z")->outcome->error, LeaseError::kShuttingDown);
+}
+
+}  // namespace
+}  // namespace fencekeeper::engine
