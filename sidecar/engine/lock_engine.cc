@@ -76,8 +76,11 @@ LockEngine::Request* LockEngine::find(LeaseId id, uint32_t attempt) {
 
 // ---- acquire ---------------------------------------------------------------------------------
 
-void LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done) {
-  auto refuse = [&](LeaseError e) { done(AcquireOutcome{e, 0, 0, Millis(0)}); };
+LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done) {
+  auto refuse = [&](LeaseError e) {
+    done(AcquireOutcome{e, 0, 0, Millis(0)});
+    return LeaseId{0};
+  };
   if (shuttingDown_) return refuse(LeaseError::kShuttingDown);
   if (!isValidLockName(spec.name)) return refuse(LeaseError::kInvalidName);
   if (spec.ttl.count() == 0) spec.ttl = config_.defaultTtl;
@@ -99,21 +102,25 @@ void LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> d
   requests_.emplace(r.id, std::move(owned));
   idByGuid_.emplace(r.guid, r.id);
 
-  if (r.spec.wait.count() > 0) {
-    LeaseId id = r.id;
-    r.waitTimer = timer_.schedule(timer_.now() + r.spec.wait, [this, id] {
-      Request* w = find(id);
-      if (w && (w->state == State::kCreating || w->state == State::kWaiting)) {
-        w->waitTimer = 0;
-        fail(*w, LeaseError::kTimedOut);
-      }
-    });
-  }
+  // Waits end at their deadline; a try-once request still gets a budget to ride out faults.
+  // Either way, the answer says whether ZooKeeper or the holder was in the way.
+  Millis limit = r.spec.wait.count() > 0 ? r.spec.wait : config_.tryOnceBudget;
+  LeaseId id = r.id;
+  r.waitTimer = timer_.schedule(timer_.now() + limit, [this, id] {
+    Request* w = find(id);
+    if (w && (w->state == State::kCreating || w->state == State::kWaiting)) {
+      w->waitTimer = 0;
+      bool zkDown = zk_.sessionState() != zk::SessionState::kConnected;
+      fail(*w, zkDown || w->spec.wait.count() == 0 ? LeaseError::kZkUnavailable
+                                                   : LeaseError::kTimedOut);
+    }
+  });
   if (zk_.sessionState() == zk::SessionState::kExpired) {
     r.recreateOnConnect = true;  // the client is opening a new session
   } else {
     startCreate(r);
   }
+  return r.id;
 }
 
 void LockEngine::startCreate(Request& r) {

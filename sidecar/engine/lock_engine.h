@@ -33,6 +33,8 @@ struct EngineConfig {
   std::string instanceId;
   // Delay before an operation that failed with a lost connection is tried again.
   Millis retryDelay{100};
+  // How long a try-once acquire (wait 0) may spend on ZooKeeper faults before it gives up.
+  Millis tryOnceBudget{5'000};
 };
 
 class LockEngine {
@@ -45,7 +47,8 @@ class LockEngine {
   // Queues a lease request. `done` is called once: with kOk and a LeaseId that stays valid until
   // withdraw(), or with an error (the request is then gone). It may be called before acquire()
   // returns when the request is refused at once (bad name, limits, shutting down).
-  void acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done);
+  // Returns the request's id (for withdraw() before it is granted), or 0 when refused at once.
+  LeaseId acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done);
 
   // The caller lets go of a request or lease in any state (dropped capability, closed connection,
   // cancelled call): its node is deleted, nobody is notified, and `id` is dead afterwards.

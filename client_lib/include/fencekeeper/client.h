@@ -1,0 +1,161 @@
+// fencekeeper C++ client: fenced leases from the pod's sidecar, without Cap'n Proto or KJ.
+//
+// A Client owns one connection to the sidecar and one I/O thread. Every method of Client and
+// Lease is safe to call from any thread, except from inside a loss callback (which runs on the
+// I/O thread: there, calls return ErrorCode::kWrongThread instead of deadlocking).
+//
+// LOSS IS FATAL TO THE WORK IN HAND. When a lease is lost (TTL passed without a renew, the
+// sidecar lost or cannot vouch for its ZooKeeper session, the sidecar stopped, the connection to
+// the sidecar dropped), another process may already hold the lock with a larger token. Stop the
+// work at once; storage that checks tokens rejects what a stale holder still sends.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fencekeeper {
+
+// Mirrors the schema's Error enum, plus the client's own kSidecarUnavailable and kWrongThread.
+enum class ErrorCode {
+  kOk = 0,
+  kInvalidName = 1,
+  kInvalidArgument = 2,
+  kTimedOut = 3,
+  kNotHeld = 4,
+  kExpired = 5,
+  kLost = 6,
+  kZkUnavailable = 7,
+  kShuttingDown = 8,
+  kLimitReached = 9,
+  kInternal = 10,
+  kSidecarUnavailable = 100,  // cannot connect, or the connection dropped
+  kWrongThread = 101,         // called from a loss callback, on the client's I/O thread
+};
+const char* errorCodeName(ErrorCode code);
+
+enum class LossReason {
+  kTtlExpired = 0,
+  kSessionLost = 1,
+  kSessionUncertain = 2,
+  kSidecarShutdown = 3,
+  kReleasedElsewhere = 4,
+  kConnectionLost = 100,  // the client's connection to the sidecar dropped
+  kRenewFailed = 101,     // keep-alive renew answered with an error
+};
+const char* lossReasonName(LossReason reason);
+
+struct Status {
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+  bool ok() const { return code == ErrorCode::kOk; }
+};
+
+using Millis = std::chrono::milliseconds;
+using LossCallback = std::function<void(uint64_t token, LossReason reason)>;
+
+struct AcquireOptions {
+  Millis ttl{30'000};   // the lease's TTL; renewed every ttl/3 with keepAlive
+  Millis wait{0};       // how long to queue for the lock; 0 tries once
+  std::string ownerLabel;
+  // Keep-alive renews the lease every ttl/3 from the I/O thread. With `renewOnlyIfCheckedIn`,
+  // a renew happens only if the application called Lease::checkIn() since the last one, so a
+  // hung application loses its lease instead of being kept alive by a healthy thread.
+  bool keepAlive = true;
+  bool renewOnlyIfCheckedIn = false;
+  // Called once, on the I/O thread, when the lease is lost. Keep it short; do not call the
+  // client from it.
+  LossCallback onLost;
+  // Print a line to stderr and _exit(70) when the lease is lost: for work that must not outlive it.
+  bool exitOnLoss = false;
+};
+
+struct HolderInfo {
+  bool held = false;
+  uint64_t token = 0;
+  std::string ownerLabel;
+  int64_t sinceUnixMs = 0;
+  uint32_t waiters = 0;
+  bool thisSidecar = false;
+};
+
+struct LeaseSummary {
+  std::string name;
+  uint64_t token = 0;
+  std::string ownerLabel;
+  int32_t clientPid = 0;
+  uint32_t validMs = 0;
+};
+
+struct SidecarStatus {
+  std::string zkState;
+  std::string sessionId;
+  uint32_t sessionTimeoutMs = 0;
+  uint32_t safeForMs = 0;
+  uint32_t leasesHeld = 0;
+  uint32_t waiters = 0;
+  uint32_t connections = 0;
+  uint64_t uptimeMs = 0;
+  uint64_t grantsTotal = 0;
+  std::string root;
+  std::vector<LeaseSummary> leases;
+};
+
+class ClientImpl;
+struct LeaseState;
+
+// A granted lease. Destroying it releases the lease (RAII).
+class Lease {
+ public:
+  ~Lease();
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  const std::string& name() const;
+  // The fencing token: send it with every request to storage.
+  uint64_t token() const;
+  // How long the lease is known valid from now, from the last answer of the sidecar (counted
+  // from when that request was sent); 0 once lost, released, or past. No round trip.
+  Millis validFor() const;
+  bool lost() const;
+
+  // Asks the sidecar: the token and how long it stays valid.
+  Status check(Millis* validFor = nullptr);
+  // Extends the lease to `ttl` from now (0: the TTL it was acquired with).
+  Status renew(Millis ttl = Millis(0));
+  // Tells keep-alive that the application is alive (see renewOnlyIfCheckedIn).
+  void checkIn();
+  Status release();
+
+ private:
+  friend class ClientImpl;
+  explicit Lease(std::shared_ptr<LeaseState> state);
+  std::shared_ptr<LeaseState> state_;
+};
+
+class Client {
+ public:
+  // Connects to the sidecar's socket. `*status` (if given) says why when it returns nullptr.
+  static std::unique_ptr<Client> connect(const std::string& socketPath, Status* status = nullptr);
+  ~Client();
+
+  // Queues for `name` and blocks until granted, options.wait passed, or an error.
+  std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
+                                 Status* status = nullptr);
+  Status holder(const std::string& name, HolderInfo* out);
+  Status status(SidecarStatus* out);
+  // False once the connection to the sidecar dropped (every lease is then lost).
+  bool connected() const;
+
+ private:
+  explicit Client(std::shared_ptr<ClientImpl> impl);
+  std::shared_ptr<ClientImpl> impl_;  // shared with its leases' weak references
+};
+
+// The default socket: $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock.
+std::string defaultSocketPath();
+
+}  // namespace fencekeeper

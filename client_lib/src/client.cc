@@ -1,0 +1,525 @@
+// The C++ client: a KJ event loop on its own I/O thread owns the connection and every Cap'n
+// Proto object; public calls hop onto it with kj::Executor::executeSync.
+#include "fencekeeper/client.h"
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "ipc/fencekeeper.capnp.h"
+
+namespace fencekeeper {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// A frozen or wedged sidecar must not block a caller for ever: calls give up this long after
+// the time the sidecar itself had to answer.
+constexpr Millis kCallSlack{10'000};
+
+ErrorCode fromIpc(ipc::Error e) { return static_cast<ErrorCode>(static_cast<uint16_t>(e)); }
+LossReason fromIpc(ipc::LossReason r) {
+  return static_cast<LossReason>(static_cast<uint16_t>(r));
+}
+
+Status error(ErrorCode code, std::string message = {}) {
+  if (message.empty()) message = errorCodeName(code);
+  return Status{code, std::move(message)};
+}
+
+Millis clampNonNegative(Clock::duration d) {
+  auto ms = std::chrono::duration_cast<Millis>(d);
+  return ms.count() < 0 ? Millis(0) : ms;
+}
+
+}  // namespace
+
+// Shared by a Lease handle (any thread) and the I/O thread.
+struct LeaseState {
+  std::weak_ptr<ClientImpl> client;
+  uint64_t key = 0;  // in ClientImpl::leases_
+  std::string name;
+  AcquireOptions options;
+  std::atomic<uint64_t> token{0};
+  std::atomic<bool> checkedIn{true};
+
+  mutable std::mutex mutex;
+  Clock::time_point validUntil{};
+  bool lost = false;
+  bool released = false;
+  LossReason lossReason = LossReason::kTtlExpired;
+
+  // Marks the lease lost once and tells the application. Runs on the I/O thread.
+  void markLost(LossReason reason) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (lost || released) return;
+      lost = true;
+      lossReason = reason;
+      validUntil = {};
+    }
+    if (options.exitOnLoss) {
+      std::fprintf(stderr, "fencekeeper: lease on '%s' (token %llu) lost: %s; exiting\n",
+                   name.c_str(), static_cast<unsigned long long>(token.load()),
+                   lossReasonName(reason));
+      std::fflush(stderr);
+      _exit(70);
+    }
+    if (options.onLost) options.onLost(token.load(), reason);
+  }
+  void setValidity(Clock::time_point sentAt, uint32_t validMs) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!lost && !released) validUntil = sentAt + Millis(validMs);
+  }
+  Status stateError() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (released) return error(ErrorCode::kNotHeld);
+    if (lost) {
+      return error(lossReason == LossReason::kTtlExpired ? ErrorCode::kExpired : ErrorCode::kLost,
+                   std::string("lease lost: ") + lossReasonName(lossReason));
+    }
+    return {};
+  }
+};
+
+namespace {
+
+class WatcherImpl final : public ipc::LeaseWatcher::Server {
+ public:
+  explicit WatcherImpl(std::weak_ptr<LeaseState> state) : state_(std::move(state)) {}
+  kj::Promise<void> lost(LostContext context) override {
+    if (auto s = state_.lock()) s->markLost(fromIpc(context.getParams().getReason()));
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::weak_ptr<LeaseState> state_;
+};
+
+}  // namespace
+
+class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
+ public:
+  explicit ClientImpl(std::string socketPath) : socketPath_(std::move(socketPath)) {}
+
+  ~ClientImpl() {
+    if (thread_.joinable()) {
+      if (executor_) executor_->executeSync([this] { stop_->fulfill(); });
+      thread_.join();
+    }
+  }
+
+  Status start() {
+    std::promise<Status> ready;
+    auto result = ready.get_future();
+    thread_ = std::thread([this, &ready] { run(ready); });
+    return result.get();
+  }
+
+  bool connected() const { return connected_.load(); }
+  bool onIoThread() const { return std::this_thread::get_id() == ioThread_; }
+
+  // Runs `fn` (returning a Promise<Status> or Status) on the I/O thread, blocking.
+  template <typename Func>
+  Status call(Func&& fn) {
+    if (onIoThread()) return error(ErrorCode::kWrongThread);
+    if (!connected_) return error(ErrorCode::kSidecarUnavailable, "not connected to the sidecar");
+    return executor_->executeSync(std::forward<Func>(fn));
+  }
+
+  std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
+                                 Status* statusOut);
+  Status release(LeaseState& state);
+  Status renew(LeaseState& state, Millis ttl);
+  Status check(LeaseState& state, Millis* validFor);
+  void drop(uint64_t key);
+  Status holder(const std::string& name, HolderInfo* out);
+  Status status(SidecarStatus* out);
+
+ private:
+  struct IoLease {
+    ipc::Lease::Client cap;
+    std::shared_ptr<LeaseState> state;
+    kj::Promise<void> keepAlive = nullptr;
+  };
+
+  void run(std::promise<Status>& ready);
+  kj::Promise<void> keepAliveLoop(uint64_t key);
+  template <typename T>
+  kj::Promise<T> withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout);
+  void onDisconnected();
+
+  const std::string socketPath_;
+  std::thread thread_;
+  std::thread::id ioThread_;
+  std::atomic<bool> connected_{false};
+  const kj::Executor* executor_ = nullptr;
+
+  // I/O thread only:
+  kj::Timer* timer_ = nullptr;
+  kj::Own<kj::PromiseFulfiller<void>> stop_;
+  kj::Maybe<ipc::Sidecar::Client> sidecar_;
+  std::map<uint64_t, IoLease> leases_;
+  uint64_t nextKey_ = 1;
+};
+
+void ClientImpl::run(std::promise<Status>& ready) {
+  ioThread_ = std::this_thread::get_id();
+  kj::Own<kj::AsyncIoStream> stream;
+  kj::Own<capnp::TwoPartyClient> rpc;
+  try {
+    auto io = kj::setupAsyncIo();
+    timer_ = &io.provider->getTimer();
+    executor_ = &kj::getCurrentThreadExecutor();
+    auto paf = kj::newPromiseAndFulfiller<void>();
+    stop_ = kj::mv(paf.fulfiller);
+    try {
+      auto address =
+          io.provider->getNetwork().parseAddress(kj::str("unix:", socketPath_.c_str())).wait(io.waitScope);
+      stream = address->connect().wait(io.waitScope);
+    } catch (const kj::Exception& e) {
+      ready.set_value(error(ErrorCode::kSidecarUnavailable,
+                            "cannot connect to the sidecar at " + socketPath_ + ": " +
+                                e.getDescription().cStr()));
+      return;
+    }
+    rpc = kj::heap<capnp::TwoPartyClient>(*stream);
+    sidecar_ = rpc->bootstrap().castAs<ipc::Sidecar>();
+    auto disconnected = rpc->onDisconnect().then([this] { onDisconnected(); },
+                                                 [this](kj::Exception&&) { onDisconnected(); })
+                            .eagerlyEvaluate(nullptr);
+    connected_ = true;
+    ready.set_value(Status{});
+    paf.promise.wait(io.waitScope);
+    connected_ = false;
+    leases_.clear();  // drops every capability: the sidecar releases what is still held
+    sidecar_ = nullptr;
+    rpc = nullptr;
+    stream = nullptr;
+  } catch (const kj::Exception& e) {
+    std::fprintf(stderr, "fencekeeper client: I/O thread failed: %s\n", e.getDescription().cStr());
+  }
+}
+
+void ClientImpl::onDisconnected() {
+  connected_ = false;
+  for (auto& [key, lease] : leases_) lease.state->markLost(LossReason::kConnectionLost);
+}
+
+template <typename T>
+kj::Promise<T> ClientImpl::withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout) {
+  return promise.exclusiveJoin(
+      timer_->afterDelay(budget.count() * kj::MILLISECONDS).then([onTimeout]() mutable {
+        return kj::mv(onTimeout);
+      }));
+}
+
+std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const AcquireOptions& options,
+                                           Status* statusOut) {
+  auto state = std::make_shared<LeaseState>();
+  state->client = weak_from_this();
+  state->name = name;
+  state->options = options;
+  Status status = call([&]() -> kj::Promise<Status> {
+    auto sidecar = KJ_ASSERT_NONNULL(sidecar_);
+    auto request = sidecar.acquireRequest();
+    request.setName(name);
+    request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(options.ttl.count(), UINT32_MAX)));
+    request.setWaitMs(static_cast<uint32_t>(std::min<int64_t>(options.wait.count(), UINT32_MAX)));
+    request.setOwnerLabel(options.ownerLabel);
+    request.setWatcher(kj::heap<WatcherImpl>(state));
+    auto sentAt = Clock::now();
+    auto answer = request.send().then(
+        [this, state, sentAt](capnp::Response<ipc::Sidecar::AcquireResults> response) -> Status {
+          if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
+          state->key = nextKey_++;
+          state->token = response.getToken();
+          state->setValidity(sentAt, response.getValidMs());
+          auto& lease = leases_.emplace(state->key, IoLease{response.getLease(), state})
+                            .first->second;
+          if (state->options.keepAlive) {
+            lease.keepAlive = keepAliveLoop(state->key).eagerlyEvaluate(nullptr);
+          }
+          return Status{};
+        },
+        [](kj::Exception&& e) {
+          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+        });
+    return withDeadline(kj::mv(answer), options.wait + kCallSlack,
+                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+  });
+  if (statusOut) *statusOut = status;
+  if (!status.ok()) return nullptr;
+  return std::unique_ptr<Lease>(new Lease(state));
+}
+
+kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
+  auto it = leases_.find(key);
+  if (it == leases_.end()) return kj::READY_NOW;
+  auto period = std::max(Millis(1), it->second.state->options.ttl / 3);
+  return timer_->afterDelay(period.count() * kj::MILLISECONDS).then([this, key]() -> kj::Promise<void> {
+    auto it = leases_.find(key);
+    if (it == leases_.end()) return kj::READY_NOW;
+    auto state = it->second.state;
+    if (state->options.renewOnlyIfCheckedIn && !state->checkedIn.exchange(false)) {
+      return keepAliveLoop(key);  // no check-in: let the lease run out
+    }
+    auto sentAt = Clock::now();
+    return it->second.cap.renewRequest()
+        .send()
+        .then([this, key, state, sentAt](capnp::Response<ipc::Lease::RenewResults> r)
+                  -> kj::Promise<void> {
+          if (r.getError() != ipc::Error::OK) {
+            state->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
+                                                                : LossReason::kRenewFailed);
+            return kj::READY_NOW;
+          }
+          state->setValidity(sentAt, r.getValidMs());
+          return keepAliveLoop(key);
+        },
+              [](kj::Exception&&) {});  // the connection dropped: onDisconnected says lost
+  });
+}
+
+Status ClientImpl::release(LeaseState& state) {
+  if (Status s = state.stateError(); !s.ok()) return s;
+  uint64_t key = state.key;
+  Status status = call([&]() -> kj::Promise<Status> {
+    auto it = leases_.find(key);
+    if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+    return it->second.cap.releaseRequest().send().then(
+        [this, key](capnp::Response<ipc::Lease::ReleaseResults> r) {
+          leases_.erase(key);
+          return r.getError() == ipc::Error::OK ? Status{} : error(fromIpc(r.getError()));
+        },
+        [](kj::Exception&& e) {
+          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+        });
+  });
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (status.ok()) {
+    state.released = true;
+    state.validUntil = {};
+  }
+  return status;
+}
+
+Status ClientImpl::renew(LeaseState& state, Millis ttl) {
+  if (Status s = state.stateError(); !s.ok()) return s;
+  uint64_t key = state.key;
+  return call([&]() -> kj::Promise<Status> {
+    auto it = leases_.find(key);
+    if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+    auto request = it->second.cap.renewRequest();
+    request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
+    auto sentAt = Clock::now();
+    auto s = it->second.state;
+    return request.send().then(
+        [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
+          if (r.getError() != ipc::Error::OK) {
+            if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
+              s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
+                                                              : LossReason::kRenewFailed);
+            }
+            return error(fromIpc(r.getError()));
+          }
+          s->setValidity(sentAt, r.getValidMs());
+          return Status{};
+        },
+        [](kj::Exception&& e) {
+          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+        });
+  });
+}
+
+Status ClientImpl::check(LeaseState& state, Millis* validFor) {
+  if (Status s = state.stateError(); !s.ok()) return s;
+  uint64_t key = state.key;
+  return call([&]() -> kj::Promise<Status> {
+    auto it = leases_.find(key);
+    if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+    auto sentAt = Clock::now();
+    auto s = it->second.state;
+    return it->second.cap.tokenRequest().send().then(
+        [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
+          if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+          s->setValidity(sentAt, r.getValidMs());
+          if (validFor) *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
+          return Status{};
+        },
+        [](kj::Exception&& e) {
+          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+        });
+  });
+}
+
+void ClientImpl::drop(uint64_t key) {
+  if (onIoThread()) {
+    leases_.erase(key);
+    return;
+  }
+  if (!executor_ || !thread_.joinable()) return;
+  executor_->executeSync([this, key] { leases_.erase(key); });
+}
+
+Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
+  return call([&]() -> kj::Promise<Status> {
+    auto request = KJ_ASSERT_NONNULL(sidecar_).holderRequest();
+    request.setName(name);
+    return withDeadline(
+        request.send().then(
+            [out](capnp::Response<ipc::Sidecar::HolderResults> r) {
+              if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+              auto info = r.getInfo();
+              *out = HolderInfo{info.getHeld(),        info.getToken(),   info.getOwnerLabel(),
+                                info.getSinceUnixMs(), info.getWaiters(), info.getThisSidecar()};
+              return Status{};
+            },
+            [](kj::Exception&& e) {
+              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+            }),
+        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+  });
+}
+
+Status ClientImpl::status(SidecarStatus* out) {
+  return call([&]() -> kj::Promise<Status> {
+    return withDeadline(
+        KJ_ASSERT_NONNULL(sidecar_).statusRequest().send().then(
+            [out](capnp::Response<ipc::Sidecar::StatusResults> r) {
+              auto s = r.getStatus();
+              out->zkState = s.getZkState();
+              out->sessionId = s.getSessionId();
+              out->sessionTimeoutMs = s.getSessionTimeoutMs();
+              out->safeForMs = s.getSafeForMs();
+              out->leasesHeld = s.getLeasesHeld();
+              out->waiters = s.getWaiters();
+              out->connections = s.getConnections();
+              out->uptimeMs = s.getUptimeMs();
+              out->grantsTotal = s.getGrantsTotal();
+              out->root = s.getRoot();
+              out->leases.clear();
+              for (auto l : s.getLeases()) {
+                out->leases.push_back({l.getName(), l.getToken(), l.getOwnerLabel(),
+                                       l.getClientPid(), l.getValidMs()});
+              }
+              return Status{};
+            },
+            [](kj::Exception&& e) {
+              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+            }),
+        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+  });
+}
+
+// ---- public API ------------------------------------------------------------------------------
+
+Lease::Lease(std::shared_ptr<LeaseState> state) : state_(std::move(state)) {}
+
+Lease::~Lease() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->released = true;  // no loss callback for a lease its owner lets go of
+  }
+  if (auto client = state_->client.lock()) client->drop(state_->key);
+}
+
+const std::string& Lease::name() const { return state_->name; }
+uint64_t Lease::token() const { return state_->token.load(); }
+
+Millis Lease::validFor() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->lost || state_->released) return Millis(0);
+  return clampNonNegative(state_->validUntil - Clock::now());
+}
+
+bool Lease::lost() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->lost;
+}
+
+void Lease::checkIn() { state_->checkedIn = true; }
+
+Status Lease::check(Millis* validFor) {
+  auto client = state_->client.lock();
+  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  return client->check(*state_, validFor);
+}
+
+Status Lease::renew(Millis ttl) {
+  auto client = state_->client.lock();
+  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  return client->renew(*state_, ttl);
+}
+
+Status Lease::release() {
+  auto client = state_->client.lock();
+  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  return client->release(*state_);
+}
+
+std::unique_ptr<Client> Client::connect(const std::string& socketPath, Status* status) {
+  auto impl = std::make_shared<ClientImpl>(socketPath);
+  Status s = impl->start();
+  if (status) *status = s;
+  if (!s.ok()) return nullptr;
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::shared_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOptions& options,
+                                       Status* status) {
+  return impl_->acquire(name, options, status);
+}
+Status Client::holder(const std::string& name, HolderInfo* out) { return impl_->holder(name, out); }
+Status Client::status(SidecarStatus* out) { return impl_->status(out); }
+bool Client::connected() const { return impl_->connected(); }
+
+std::string defaultSocketPath() {
+  const char* env = std::getenv("FENCEKEEPER_SOCKET");
+  return env && *env ? env : "/run/fencekeeper/fencekeeper.sock";
+}
+
+const char* errorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kInvalidName: return "invalid lock name";
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kTimedOut: return "timed out";
+    case ErrorCode::kNotHeld: return "not held";
+    case ErrorCode::kExpired: return "lease expired";
+    case ErrorCode::kLost: return "lease lost";
+    case ErrorCode::kZkUnavailable: return "zookeeper unavailable";
+    case ErrorCode::kShuttingDown: return "sidecar shutting down";
+    case ErrorCode::kLimitReached: return "limit reached";
+    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kSidecarUnavailable: return "sidecar unavailable";
+    case ErrorCode::kWrongThread: return "called from the client's I/O thread";
+  }
+  return "unknown error";
+}
+
+const char* lossReasonName(LossReason reason) {
+  switch (reason) {
+    case LossReason::kTtlExpired: return "ttl expired";
+    case LossReason::kSessionLost: return "zookeeper session lost";
+    case LossReason::kSessionUncertain: return "zookeeper session uncertain";
+    case LossReason::kSidecarShutdown: return "sidecar shutting down";
+    case LossReason::kReleasedElsewhere: return "released elsewhere";
+    case LossReason::kConnectionLost: return "connection to the sidecar lost";
+    case LossReason::kRenewFailed: return "renew failed";
+  }
+  return "unknown";
+}
+
+}  // namespace fencekeeper

@@ -1,0 +1,127 @@
+#include "sidecar/config.h"
+
+#include <getopt.h>
+
+#include <cstdlib>
+
+#include "sidecar/common/duration.h"
+
+namespace fencekeeper {
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: fencekeeper (--zk HOSTS | --dev) [options]
+
+A per-pod sidecar that grants fenced leases on named locks, held as ZooKeeper
+ephemeral sequential nodes; every grant carries a fencing token (the node's czxid).
+
+  --zk HOST:PORT[,HOST:PORT...][/chroot]
+                         the ZooKeeper ensemble (env FENCEKEEPER_ZK)
+  --dev                  start a private standalone ZooKeeper on a free loopback port
+                         (Debian's zookeeper package) and print the --zk string that
+                         another sidecar can use to join it
+  --dev-data DIR         keep the --dev ZooKeeper's data and logs in DIR
+  --socket PATH          the lease socket (env FENCEKEEPER_SOCKET;
+                         default /run/fencekeeper/fencekeeper.sock)
+  --socket-world         make the socket accessible to every user (default 0660)
+  --root ZNODE           where locks live in ZooKeeper (env FENCEKEEPER_ROOT;
+                         default /fencekeeper): <root>/locks/<name>/<guid>__lock__<seq>
+  --session-timeout DUR  requested ZooKeeper session timeout (default 10s; the
+                         server bounds it to [2, 20] x its tickTime)
+  --persistent-parents   create lock parents as PERSISTENT nodes instead of CONTAINER
+                         nodes (use it when kazoo clients share the locks: kazoo caches
+                         that a parent exists and fails after the server reaps it)
+  --default-ttl DUR      lease TTL when a client asks for 0 (default 30s)
+  --max-ttl DUR          longest TTL a client may ask for (default 1h)
+  --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --help                 this text
+
+Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
+SIGTERM/SIGINT: tell every holder, delete every lease's node, close the session,
+remove the socket, exit 0.
+)";
+
+bool validRoot(const std::string& root) {
+  if (root.size() < 2 || root[0] != '/' || root.back() == '/') return false;
+  return root.find("//") == std::string::npos;
+}
+
+}  // namespace
+
+ParsedFlags parseFlags(int argc, char** argv) {
+  SidecarConfig c;
+  if (const char* v = std::getenv("FENCEKEEPER_ZK")) c.zk = v;
+  if (const char* v = std::getenv("FENCEKEEPER_SOCKET")) c.socket = v;
+  if (const char* v = std::getenv("FENCEKEEPER_ROOT")) c.root = v;
+
+  enum : int {
+    kZk = 1000, kSocket, kRoot, kSessionTimeout, kDev, kDevData, kPersistentParents, kDefaultTtl,
+    kMaxTtl, kSocketWorld, kLogLevel, kHelp,
+  };
+  static const option options[] = {
+      {"zk", required_argument, nullptr, kZk},
+      {"socket", required_argument, nullptr, kSocket},
+      {"root", required_argument, nullptr, kRoot},
+      {"session-timeout", required_argument, nullptr, kSessionTimeout},
+      {"dev", no_argument, nullptr, kDev},
+      {"dev-data", required_argument, nullptr, kDevData},
+      {"persistent-parents", no_argument, nullptr, kPersistentParents},
+      {"default-ttl", required_argument, nullptr, kDefaultTtl},
+      {"max-ttl", required_argument, nullptr, kMaxTtl},
+      {"socket-world", no_argument, nullptr, kSocketWorld},
+      {"log-level", required_argument, nullptr, kLogLevel},
+      {"help", no_argument, nullptr, kHelp},
+      {nullptr, 0, nullptr, 0},
+  };
+  auto bad = [](std::string message) {
+    return ParsedFlags{std::nullopt, 64, "fencekeeper: " + message + " (see --help)"};
+  };
+  auto duration = [&](const char* flag, Millis& out) {
+    auto d = parseDuration(optarg);
+    if (!d || d->count() == 0) return false;
+    (void)flag;
+    out = *d;
+    return true;
+  };
+  optind = 1;
+  opterr = 0;
+  int opt;
+  while ((opt = getopt_long(argc, argv, "", options, nullptr)) != -1) {
+    switch (opt) {
+      case kZk: c.zk = optarg; break;
+      case kSocket: c.socket = optarg; break;
+      case kRoot: c.root = optarg; break;
+      case kSessionTimeout:
+        if (!duration("--session-timeout", c.sessionTimeout)) {
+          return bad(std::string("bad --session-timeout '") + optarg + "'");
+        }
+        break;
+      case kDev: c.dev = true; break;
+      case kDevData: c.devDataDir = optarg; break;
+      case kPersistentParents: c.persistentParents = true; break;
+      case kDefaultTtl:
+        if (!duration("--default-ttl", c.defaultTtl)) {
+          return bad(std::string("bad --default-ttl '") + optarg + "'");
+        }
+        break;
+      case kMaxTtl:
+        if (!duration("--max-ttl", c.maxTtl)) {
+          return bad(std::string("bad --max-ttl '") + optarg + "'");
+        }
+        break;
+      case kSocketWorld: c.socketWorldAccessible = true; break;
+      case kLogLevel: c.logLevel = optarg; break;
+      case kHelp: return ParsedFlags{std::nullopt, 0, kUsage};
+      default:
+        return bad(std::string("unknown or incomplete option '") + argv[optind - 1] + "'");
+    }
+  }
+  if (optind < argc) return bad(std::string("unexpected argument '") + argv[optind] + "'");
+  if (c.zk.empty() && !c.dev) return bad("give --zk HOSTS or --dev");
+  if (!validRoot(c.root)) return bad("--root must be an absolute znode path like /fencekeeper");
+  if (c.defaultTtl > c.maxTtl) return bad("--default-ttl is longer than --max-ttl");
+  if (c.sessionTimeout > Millis(600'000)) return bad("--session-timeout above 10m");
+  return ParsedFlags{c, 0, {}};
+}
+
+}  // namespace fencekeeper

@@ -1,0 +1,534 @@
+#include "sidecar/devzk/zk_server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "sidecar/devzk/loopback.h"
+
+extern char** environ;
+
+namespace fencekeeper::devzk {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kPollInterval{20};
+// A JVM takes 1-2 s to exit after SIGTERM; past this it gets SIGKILL.
+constexpr milliseconds kTermGrace{10000};
+constexpr milliseconds kKillWait{5000};
+constexpr int kProbeTimeoutMs = 2000;
+constexpr int kStartAttempts = 3;
+
+[[noreturn]] void throwErrno(const std::string& what, int err = errno) {
+  throw std::runtime_error(what + ": " + std::strerror(err));
+}
+
+void writeFile(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The last `lines` lines of a file without its final newline, reading at most its last 64 KiB.
+std::string tailOf(const fs::path& path, size_t lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - 64 * 1024));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  size_t start = text.size();
+  size_t found = 0;
+  for (; start > 0; --start) {
+    if (text[start - 1] == '\n' && ++found == lines) break;
+  }
+  return text.substr(start);
+}
+
+// The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), or 0 when there is no such pid.
+char procState(const std::string& statPath) {
+  std::string stat = readFile(statPath);
+  // The command name in parentheses may hold spaces: the state follows the last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return 0;
+  return stat[close + 2];
+}
+
+// Gone: no such process, or a zombie (its sockets are closed; its parent may be a PID 1 that
+// never reaps).
+bool processGone(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  char state = procState("/proc/" + std::to_string(pid) + "/stat");
+  return state == 0 || state == 'Z' || state == 'X';
+}
+
+// Waits until `pid` is gone, reaping it when it is our child. A child already reaped elsewhere
+// (a SIGCHLD handler) makes waitpid fail with ECHILD: then fall back to /proc.
+bool waitGone(pid_t pid, Clock::time_point deadline) {
+  bool child = true;
+  for (;;) {
+    if (child) {
+      int status = 0;
+      pid_t r = ::waitpid(pid, &status, WNOHANG);
+      if (r == pid) return true;
+      if (r < 0 && errno == ECHILD) child = false;
+    }
+    if (!child && processGone(pid)) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+// SIGCONT (a stopped process can't act on SIGTERM), SIGTERM, wait; SIGKILL whoever is left.
+void terminateAll(const std::vector<pid_t>& pids, milliseconds grace) {
+  for (pid_t pid : pids) {
+    ::kill(pid, SIGCONT);
+    ::kill(pid, SIGTERM);
+  }
+  auto deadline = Clock::now() + grace;
+  std::vector<pid_t> left;
+  for (pid_t pid : pids) {
+    if (!waitGone(pid, deadline)) left.push_back(pid);
+  }
+  for (pid_t pid : left) ::kill(pid, SIGKILL);
+  deadline = Clock::now() + kKillWait;
+  for (pid_t pid : left) {
+    if (!waitGone(pid, deadline)) {
+      std::fprintf(stderr, "devzk: pid %d survived SIGKILL for %lld ms\n", pid,
+                   static_cast<long long>(kKillWait.count()));
+    }
+  }
+}
+
+// True once every thread of `pid` is stopped, so a frozen server really is silent.
+bool waitAllThreadsStopped(pid_t pid, Clock::time_point deadline) {
+  fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (;;) {
+    bool allStopped = true;
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator(tasks, ec)) {
+      char state = procState((task.path() / "stat").string());
+      if (state != 'T' && state != 't' && state != 0) {
+        allStopped = false;
+        break;
+      }
+    }
+    if (ec) return false;
+    if (allStopped) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+bool isZooKeeperJvm(pid_t pid) {
+  std::string cmdline = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmdline.find("org.apache.zookeeper.server") != std::string::npos;
+}
+
+std::string parseMode(const std::string& srvr) {
+  static const std::string kTag = "Mode: ";
+  size_t at = srvr.find(kTag);
+  if (at == std::string::npos) return "";
+  size_t end = srvr.find('\n', at);
+  return srvr.substr(at + kTag.size(), end == std::string::npos ? end : end - at - kTag.size());
+}
+
+// posix_spawn's attributes and file actions, released on every path.
+struct SpawnSetup {
+  SpawnSetup() {
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+  }
+  ~SpawnSetup() {
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t actions;
+};
+
+}  // namespace
+
+ZkServerProcess::ZkServerProcess(ZkServerOptions options) : options_(std::move(options)) {
+  if (options_.ensembleSize == 0) throw std::invalid_argument("ensembleSize must be at least 1");
+  if (options_.tickTimeMs <= 0) throw std::invalid_argument("tickTimeMs must be positive");
+  const char* keep = std::getenv("FK_KEEP_ZK_LOGS");
+  keepLogs_ = keep != nullptr && *keep != '\0';
+}
+
+ZkServerProcess::~ZkServerProcess() {
+  try {
+    stopAll();
+    if (dir_.empty()) return;
+    if (ownsDir_ && !keepLogs_) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    } else if (ownsDir_ || keepLogs_) {
+      std::fprintf(stderr, "devzk: ZooKeeper logs kept in %s\n", dir_.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "devzk: cleanup failed: %s\n", e.what());
+  }
+}
+
+void ZkServerProcess::start() {
+  if (started_) throw std::logic_error("ZkServerProcess::start called twice");
+  started_ = true;
+  if (options_.dataDir.empty()) {
+    std::string tmpl = "/tmp/fk-zk-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) throwErrno("mkdtemp " + tmpl);
+    dir_ = tmpl;
+    ownsDir_ = true;
+  } else {
+    dir_ = fs::absolute(options_.dataDir).lexically_normal().string();
+    fs::create_directories(dir_);
+  }
+  nodes_.resize(options_.ensembleSize);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i].dir = (fs::path(dir_) / ("node" + std::to_string(i))).string();
+    fs::create_directories(fs::path(nodes_[i].dir) / "data");
+  }
+
+  for (int attempt = 1;; ++attempt) {
+    std::string failure;
+    try {
+      assignPortsAndWriteConfig();
+      for (size_t i = 0; i < nodes_.size(); ++i) spawn(i);
+      failure = waitAllServing();
+    } catch (...) {
+      stopAll();
+      keepLogs_ = true;
+      throw;
+    }
+    if (failure.empty()) return;
+    stopAll();
+    // Another process may take a chosen port between our probe and the JVM's bind: that alone is
+    // worth another try with fresh ports.
+    bool portClash = false;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      portClash = portClash || logTail(i, 200).find("Address already in use") != std::string::npos;
+    }
+    if (!portClash || attempt == kStartAttempts) {
+      keepLogs_ = true;
+      throw std::runtime_error("ZooKeeper did not start (logs kept in " + dir_ + "): " + failure);
+    }
+    std::fprintf(stderr, "devzk: a port was taken before ZooKeeper bound it; retrying\n");
+    for (const auto& node : nodes_) {
+      std::error_code ec;
+      fs::remove(fs::path(node.dir) / "zookeeper.log", ec);
+      fs::remove(fs::path(node.dir) / "console.log", ec);
+    }
+  }
+}
+
+void ZkServerProcess::assignPortsAndWriteConfig() {
+  std::vector<int> ports = freeLoopbackPorts(standalone() ? 1 : 3 * nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i].clientPort = ports[standalone() ? 0 : 3 * i];
+    nodes_[i].peerPort = standalone() ? 0 : ports[3 * i + 1];
+    nodes_[i].electionPort = standalone() ? 0 : ports[3 * i + 2];
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) writeNodeConfig(i);
+}
+
+void ZkServerProcess::writeNodeConfig(size_t i) const {
+  const Node& node = nodes_[i];
+  const int tick = options_.tickTimeMs;
+  std::ostringstream cfg;
+  cfg << "tickTime=" << tick << "\n"
+      << "dataDir=" << node.dir << "/data\n"
+      << "clientPort=" << node.clientPort << "\n"
+      << "clientPortAddress=127.0.0.1\n"
+      // Jetty's admin server would take port 8080 on every interface.
+      << "admin.enableServer=false\n"
+      << "4lw.commands.whitelist=*\n"
+      // Tests open many sessions from 127.0.0.1; the default caps one address at 60.
+      << "maxClientCnxns=0\n"
+      << "maxSessionTimeout=" << options_.maxSessionTimeoutMs << "\n";
+  if (options_.minSessionTimeoutMs > 0) {
+    cfg << "minSessionTimeout=" << options_.minSessionTimeoutMs << "\n";
+  }
+  if (!standalone()) {
+    // Limits are counted in ticks; fix them in time instead, so a small tick doesn't make JVM
+    // start-up (initLimit, about 10 s) or a busy two-core machine (syncLimit, about 3 s) look like
+    // a dead peer.
+    cfg << "initLimit=" << std::max(10, 10000 / tick) << "\n"
+        << "syncLimit=" << std::max(5, 3000 / tick) << "\n";
+    for (size_t j = 0; j < nodes_.size(); ++j) {
+      cfg << "server." << j + 1 << "=127.0.0.1:" << nodes_[j].peerPort << ":"
+          << nodes_[j].electionPort << "\n";
+    }
+    writeFile(fs::path(node.dir) / "data" / "myid", std::to_string(i + 1) + "\n");
+  }
+  writeFile(fs::path(node.dir) / "zoo.cfg", cfg.str());
+
+  // Without a log4j configuration on the class path's binding ZooKeeper logs nothing at all.
+  std::ostringstream log4j;
+  log4j << "log4j.rootLogger=INFO, FILE\n"
+        << "log4j.appender.FILE=org.apache.log4j.FileAppender\n"
+        << "log4j.appender.FILE.File=" << logPath(i) << "\n"
+        << "log4j.appender.FILE.Append=true\n"
+        << "log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n"
+        << "log4j.appender.FILE.layout.ConversionPattern="
+        << "%d{ISO8601} [myid:%X{myid}] %-5p [%t:%c{1}] - %m%n\n";
+  writeFile(fs::path(node.dir) / "log4j.properties", log4j.str());
+}
+
+std::string ZkServerProcess::classPath() const {
+  const fs::path jars = options_.jarDir;
+  // zookeeper.jar's manifest names the rest of ZooKeeper's dependencies.
+  if (!fs::exists(jars / "zookeeper.jar")) {
+    throw std::runtime_error((jars / "zookeeper.jar").string() +
+                             " is missing: install Debian's zookeeper (scripts/setup.sh)");
+  }
+  std::string cp = (jars / "zookeeper.jar").string();
+  for (const char* jar : {"slf4j-log4j12.jar", "log4j-1.2.jar"}) {
+    if (fs::exists(jars / jar)) {
+      cp += ":" + (jars / jar).string();
+    } else {
+      std::fprintf(stderr, "devzk: %s missing: ZooKeeper will log nothing\n", jar);
+    }
+  }
+  return cp;
+}
+
+void ZkServerProcess::spawn(size_t i) {
+  Node& node = nodes_[i];
+  std::vector<std::string> args = {
+      options_.javaBinary,
+      "-Xmx" + options_.javaHeap,
+      // One small heap: the serial collector needs no GC threads competing for two cores.
+      "-XX:+UseSerialGC",
+      // No hsperfdata files left under /tmp by every test.
+      "-XX:-UsePerfData",
+      "-Dlog4j.configuration=file:" + node.dir + "/log4j.properties",
+      "-Dznode.container.checkIntervalMs=" + std::to_string(options_.containerCheckIntervalMs),
+  };
+  if (!options_.forceSync) args.push_back("-Dzookeeper.forceSync=no");
+  args.push_back("-cp");
+  args.push_back(classPath());
+  args.push_back(standalone() ? "org.apache.zookeeper.server.ZooKeeperServerMain"
+                              : "org.apache.zookeeper.server.quorum.QuorumPeerMain");
+  args.push_back(node.dir + "/zoo.cfg");
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  const std::string console = node.dir + "/console.log";
+  SpawnSetup setup;
+  posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&setup.actions, 1, console.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&setup.actions, 1, 2);
+  posix_spawn_file_actions_addchdir_np(&setup.actions, node.dir.c_str());
+  // Our sockets (a ZooKeeper client's, the daemon's) must not live on in the JVM.
+  posix_spawn_file_actions_addclosefrom_np(&setup.actions, 3);
+
+  // The caller may block signals (a daemon reading them from a signalfd) or ignore SIGPIPE; the
+  // JVM must start with neither, or SIGTERM would never stop it.
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&setup.attr, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig = 1; sig < 32; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&setup.attr, &defaults);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (options_.newSession) flags |= POSIX_SPAWN_SETSID;
+  posix_spawnattr_setflags(&setup.attr, flags);
+
+  pid_t pid = -1;
+  int err = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attr, argv.data(), environ);
+  if (err != 0) throwErrno("cannot start " + options_.javaBinary + " for ZooKeeper", err);
+  node.pid = pid;
+  node.frozen = false;
+}
+
+std::string ZkServerProcess::waitAllServing() {
+  auto deadline = Clock::now() + options_.startTimeout;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (;;) {
+      reapIfExited(i);
+      if (!running(i)) {
+        return "node " + std::to_string(i) + " exited while starting; its log ends:\n" + logTail(i);
+      }
+      if (!mode(i).empty()) break;
+      if (Clock::now() >= deadline) {
+        return "node " + std::to_string(i) + " did not serve within " +
+               std::to_string(options_.startTimeout.count()) + " ms; its log ends:\n" + logTail(i);
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  }
+  return "";
+}
+
+void ZkServerProcess::reapIfExited(size_t i) {
+  Node& node = nodes_[i];
+  if (node.pid <= 0) return;
+  int status = 0;
+  pid_t r = ::waitpid(node.pid, &status, WNOHANG);
+  if (r == node.pid || (r < 0 && errno == ECHILD && processGone(node.pid))) {
+    node.pid = -1;
+    node.frozen = false;
+  }
+}
+
+std::string ZkServerProcess::connectString() const {
+  std::string out;
+  for (const auto& node : nodes_) {
+    if (!out.empty()) out += ",";
+    out += "127.0.0.1:" + std::to_string(node.clientPort);
+  }
+  return out;
+}
+
+int ZkServerProcess::clientPort(size_t i) const { return nodes_.at(i).clientPort; }
+
+pid_t ZkServerProcess::pid(size_t i) const { return nodes_.at(i).pid; }
+
+std::string ZkServerProcess::nodeDir(size_t i) const { return nodes_.at(i).dir; }
+
+std::string ZkServerProcess::logPath(size_t i) const { return nodes_.at(i).dir + "/zookeeper.log"; }
+
+std::string ZkServerProcess::logTail(size_t i, size_t lines) const {
+  std::string out;
+  std::string log = tailOf(logPath(i), lines);
+  if (!log.empty()) out += "--- " + logPath(i) + " ---\n" + log + "\n";
+  std::string console = tailOf(nodes_.at(i).dir + "/console.log", lines);
+  if (!console.empty()) out += "--- " + nodes_.at(i).dir + "/console.log ---\n" + console + "\n";
+  return out.empty() ? "(no log output)\n" : out;
+}
+
+void ZkServerProcess::stop(size_t i) {
+  Node& node = nodes_.at(i);
+  if (node.pid <= 0) return;
+  terminateAll({node.pid}, kTermGrace);
+  node.pid = -1;
+  node.frozen = false;
+}
+
+void ZkServerProcess::stopAll() {
+  std::vector<pid_t> pids;
+  for (const auto& node : nodes_) {
+    if (node.pid > 0) pids.push_back(node.pid);
+  }
+  if (pids.empty()) return;
+  terminateAll(pids, kTermGrace);
+  for (auto& node : nodes_) {
+    node.pid = -1;
+    node.frozen = false;
+  }
+}
+
+void ZkServerProcess::kill(size_t i) {
+  Node& node = nodes_.at(i);
+  if (node.pid <= 0) return;
+  ::kill(node.pid, SIGKILL);
+  if (!waitGone(node.pid, Clock::now() + kKillWait)) {
+    std::fprintf(stderr, "devzk: pid %d survived SIGKILL\n", node.pid);
+  }
+  node.pid = -1;
+  node.frozen = false;
+}
+
+void ZkServerProcess::freeze(size_t i) {
+  Node& node = nodes_.at(i);
+  if (node.pid <= 0) throw std::logic_error("freeze: node " + std::to_string(i) + " not running");
+  if (::kill(node.pid, SIGSTOP) != 0) throwErrno("SIGSTOP");
+  node.frozen = true;
+  if (!waitAllThreadsStopped(node.pid, Clock::now() + kKillWait)) {
+    throw std::runtime_error("freeze: node " + std::to_string(i) + " did not stop");
+  }
+}
+
+void ZkServerProcess::thaw(size_t i) {
+  Node& node = nodes_.at(i);
+  if (node.pid <= 0) return;
+  ::kill(node.pid, SIGCONT);
+  node.frozen = false;
+}
+
+void ZkServerProcess::restart(size_t i, bool waitUntilServing) {
+  if (!started_) throw std::logic_error("restart before start");
+  stop(i);
+  spawn(i);
+  if (waitUntilServing && !waitServing(i, options_.startTimeout)) {
+    throw std::runtime_error("node " + std::to_string(i) + " did not serve again within " +
+                             std::to_string(options_.startTimeout.count()) +
+                             " ms; its log ends:\n" + logTail(i));
+  }
+}
+
+bool ZkServerProcess::waitServing(size_t i, milliseconds timeout) const {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (!running(i) || processGone(pid(i))) return false;
+    if (!mode(i).empty()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+std::string ZkServerProcess::mode(size_t i) const {
+  const Node& node = nodes_.at(i);
+  // A frozen JVM's kernel still accepts the connection, but nothing answers: don't wait for it.
+  if (node.pid <= 0 || node.frozen) return "";
+  auto reply = fourLetterWord(node.clientPort, "srvr", kProbeTimeoutMs);
+  return reply ? parseMode(*reply) : "";
+}
+
+int ZkServerProcess::leaderIndex() const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (mode(i) == "leader") return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void ZkServerProcess::detach() {
+  for (auto& node : nodes_) {
+    node.pid = -1;
+    node.frozen = false;
+  }
+  ownsDir_ = false;
+  keepLogs_ = false;  // the directory stays anyway; nothing to announce
+}
+
+bool isRunningZooKeeper(pid_t pid) { return pid > 0 && !processGone(pid) && isZooKeeperJvm(pid); }
+
+size_t stopDetachedServers(const std::vector<pid_t>& pids, milliseconds grace) {
+  std::vector<pid_t> alive;
+  for (pid_t pid : pids) {
+    if (isRunningZooKeeper(pid)) alive.push_back(pid);
+  }
+  terminateAll(alive, grace);
+  return alive.size();
+}
+
+}  // namespace fencekeeper::devzk

@@ -1,0 +1,79 @@
+#include "sidecar/loop/kj_loop.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+
+namespace fencekeeper {
+
+KjLoopExecutor::KjLoopExecutor(kj::UnixEventPort& port)
+    : eventFd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (eventFd_ < 0) throw std::runtime_error("eventfd() failed");
+  observer_ = std::make_unique<kj::UnixEventPort::FdObserver>(
+      port, eventFd_, kj::UnixEventPort::FdObserver::OBSERVE_READ);
+  draining_ = std::make_unique<kj::Promise<void>>(
+      drainLoop().eagerlyEvaluate([](kj::Exception&& e) {
+        spdlog::critical("loop executor failed: {}", e.getDescription().cStr());
+      }));
+}
+
+KjLoopExecutor::~KjLoopExecutor() {
+  draining_.reset();
+  observer_.reset();
+  close(eventFd_);
+}
+
+void KjLoopExecutor::post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(fn));
+  }
+  uint64_t one = 1;
+  ssize_t n = write(eventFd_, &one, sizeof one);
+  (void)n;  // EAGAIN means the counter is already non-zero: the loop will wake anyway
+}
+
+kj::Promise<void> KjLoopExecutor::drainLoop() {
+  return observer_->whenBecomesReadable().then([this] {
+    uint64_t count;
+    ssize_t n = read(eventFd_, &count, sizeof count);
+    (void)n;
+    std::deque<std::function<void()>> batch;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      batch.swap(queue_);
+    }
+    for (auto& fn : batch) fn();
+    return drainLoop();
+  });
+}
+
+uint64_t KjTimer::schedule(TimePoint when, std::function<void()> fn) {
+  uint64_t id = queue_.add(when, std::move(fn));
+  if (when < armedFor_) arm();
+  return id;
+}
+
+KjTimer::~KjTimer() { tasks_.reset(); }
+
+void KjTimer::arm() {
+  armedFor_ = queue_.nextDeadline();
+  uint64_t generation = ++armedGeneration_;
+  if (armedFor_ == TimePoint::max()) return;
+  auto delay = std::max(armedFor_ - now(), TimePoint(0));
+  tasks_->add(timer_.afterDelay(delay.count() * kj::NANOSECONDS).then([this, generation] {
+    if (generation != armedGeneration_) return;
+    armedFor_ = TimePoint::max();
+    queue_.runDue(now());
+    if (armedFor_ == TimePoint::max()) arm();  // (a callback may have armed it already)
+  }));
+}
+
+void KjTimer::taskFailed(kj::Exception&& e) {
+  spdlog::critical("timer callback failed: {}", e.getDescription().cStr());
+}
+
+}  // namespace fencekeeper

@@ -1,0 +1,48 @@
+// The Cap'n Proto face of the sidecar: one `Sidecar` bootstrap object per connection, one `Lease`
+// object per grant, and the accept loop on the Unix socket. Thin: the lock logic is the engine's.
+// Everything here runs on the loop thread; the listener owns every connection.
+#pragma once
+
+#include <kj/async-io.h>
+
+#include <cstdint>
+#include <string>
+
+#include "sidecar/common/clock.h"
+#include "sidecar/engine/lock_engine.h"
+#include "sidecar/zk/zk_client.h"
+
+namespace fencekeeper::rpc {
+
+// What the status() call reports besides the engine's own numbers.
+struct ServerContext {
+  engine::LockEngine& engine;
+  zk::Client& zk;
+  Timer& timer;
+  std::string root;
+  TimePoint startedAt;
+  uint32_t connections = 0;
+};
+
+// Accepts connections on a listening Unix socket and serves each with its own two-party RPC
+// system. Destroying it closes every connection, which withdraws every lease and waiter.
+class RpcListener final : private kj::TaskSet::ErrorHandler {
+ public:
+  RpcListener(ServerContext& context, kj::Own<kj::ConnectionReceiver> receiver);
+  ~RpcListener() noexcept(false);
+  // Stops accepting; open connections go on until destroyed.
+  void stopAccepting();
+
+ private:
+  kj::Promise<void> acceptLoop();
+  void serve(kj::AuthenticatedStream stream);
+  void taskFailed(kj::Exception&& exception) override;
+
+  ServerContext& context_;
+  kj::Own<kj::ConnectionReceiver> receiver_;
+  uint64_t nextConnection_ = 1;
+  kj::TaskSet connections_;
+  kj::Promise<void> accepting_ = nullptr;
+};
+
+}  // namespace fencekeeper::rpc

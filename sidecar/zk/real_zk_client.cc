@@ -1,0 +1,322 @@
+#include "sidecar/zk/real_zk_client.h"
+
+#include <spdlog/spdlog.h>
+#include <zookeeper/zookeeper.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+namespace fencekeeper::zk {
+
+namespace {
+
+// The single mapping of C client return codes.
+Code mapCode(int rc) {
+  switch (rc) {
+    case ZOK: return Code::kOk;
+    case ZNONODE: return Code::kNoNode;
+    case ZNODEEXISTS: return Code::kNodeExists;
+    case ZNOTEMPTY: return Code::kNotEmpty;
+    case ZBADVERSION: return Code::kBadVersion;
+    case ZCONNECTIONLOSS:
+    case ZSESSIONMOVED:  // sent on a connection the session has left: outcome unknown
+    case ZTHROTTLEDOP:   // not applied, but safe to treat as unknown and retry
+      return Code::kConnectionLoss;
+    case ZOPERATIONTIMEOUT: return Code::kOperationTimeout;
+    case ZSESSIONEXPIRED:
+    case ZINVALIDSTATE:  // the handle's session has expired
+      return Code::kSessionExpired;
+    case ZCLOSING: return Code::kClosing;
+    case ZBADARGUMENTS: return Code::kInvalidArgument;
+    default: return Code::kOther;
+  }
+}
+
+Stat copyStat(const ::Stat* s) {
+  Stat out;
+  if (!s) return out;
+  out.czxid = s->czxid;
+  out.mzxid = s->mzxid;
+  out.ctimeMs = s->ctime;
+  out.ephemeralOwner = s->ephemeralOwner;
+  out.version = s->version;
+  out.numChildren = s->numChildren;
+  return out;
+}
+
+void logToSpdlog(const char* message) { spdlog::debug("zookeeper client: {}", message); }
+
+}  // namespace
+
+// Shared between the loop thread and the C client's threads. `loop` outlives the client; `alive`
+// is read and written on the loop thread only, in posted closures and the destructor.
+struct RealZkClient::Shared {
+  Executor& loop;
+  std::string hosts;
+  Millis sessionTimeout;
+  bool alive = true;
+
+  // Loop-thread state.
+  zhandle_t* zh = nullptr;
+  struct HandleCtx* handleCtx = nullptr;
+  uint64_t generation = 0;  // of the current handle; events of older handles are ignored
+  SessionState state = SessionState::kConnecting;
+  int64_t sessionId = 0;
+  int32_t negotiatedTimeoutMs = 0;
+  std::function<void(SessionState)> listener;
+
+  // Watch contexts the C client may still call; freed when they fire or their handle closes.
+  std::mutex watchMutex;
+  std::set<struct WatchCtx*> watches;
+
+  explicit Shared(Executor& l, std::string h, Millis t) : loop(l), hosts(std::move(h)),
+                                                          sessionTimeout(t) {}
+  // Runs `fn` on the loop unless the client has been destroyed by then.
+  void post(std::shared_ptr<Shared> self, std::function<void()> fn) {
+    loop.post([self = std::move(self), fn = std::move(fn)] {
+      if (self->alive) fn();
+    });
+  }
+};
+
+namespace {
+
+using Shared = RealZkClient::Shared;
+
+// The `data` of one request: owns the callback until the completion posts it.
+template <typename Callback>
+struct Pending {
+  std::shared_ptr<Shared> shared;
+  Callback done;
+};
+
+}  // namespace
+
+struct HandleCtx {
+  std::shared_ptr<Shared> shared;
+  uint64_t generation;
+};
+
+struct WatchCtx {
+  std::shared_ptr<Shared> shared;
+  Client::WatchCallback onChange;
+};
+
+namespace {
+
+void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generation, int state,
+                         int64_t session, int32_t timeoutMs);
+
+void sessionWatcher(zhandle_t* zh, int type, int state, const char*, void* ctx) {
+  if (type != ZOO_SESSION_EVENT) return;
+  auto* handle = static_cast<HandleCtx*>(ctx);
+  const clientid_t* id = zoo_client_id(zh);
+  int64_t session = id ? id->client_id : 0;
+  int32_t timeout = zoo_recv_timeout(zh);
+  auto shared = handle->shared;
+  uint64_t generation = handle->generation;
+  shared->post(shared, [shared, generation, state, session, timeout] {
+    deliverSessionEvent(shared, generation, state, session, timeout);
+  });
+}
+
+void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
+  if (type == ZOO_SESSION_EVENT) return;  // the session listener reports those
+  auto* watch = static_cast<WatchCtx*>(ctx);
+  {
+    std::lock_guard<std::mutex> lock(watch->shared->watchMutex);
+    if (!watch->shared->watches.erase(watch)) return;
+  }
+  auto shared = watch->shared;
+  shared->post(shared, std::move(watch->onChange));
+  delete watch;
+}
+
+void onStringStat(int rc, const char* value, const ::Stat* stat, const void* data) {
+  auto* p = static_cast<Pending<Client::CreateCallback>*>(const_cast<void*>(data));
+  CreateResult result{mapCode(rc), value && rc == ZOK ? value : "", copyStat(rc == ZOK ? stat : nullptr)};
+  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  delete p;
+}
+
+void onStrings(int rc, const struct String_vector* strings, const void* data) {
+  auto* p = static_cast<Pending<Client::ChildrenCallback>*>(const_cast<void*>(data));
+  ChildrenResult result{mapCode(rc), {}};
+  if (rc == ZOK && strings) {
+    for (int i = 0; i < strings->count; ++i) result.children.emplace_back(strings->data[i]);
+  }
+  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  delete p;
+}
+
+void onData(int rc, const char* value, int len, const ::Stat* stat, const void* data) {
+  auto* p = static_cast<Pending<Client::GetCallback>*>(const_cast<void*>(data));
+  GetResult result{mapCode(rc), {}, copyStat(rc == ZOK ? stat : nullptr)};
+  if (rc == ZOK && value && len > 0) result.data.assign(value, static_cast<size_t>(len));
+  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  delete p;
+}
+
+void onVoid(int rc, const void* data) {
+  auto* p = static_cast<Pending<Client::CodeCallback>*>(const_cast<void*>(data));
+  Code code = mapCode(rc);
+  p->shared->post(p->shared, [done = std::move(p->done), code] { done(code); });
+  delete p;
+}
+
+void onSync(int rc, const char*, const void* data) { onVoid(rc, data); }
+
+// The C client calls no completion when a request is refused at once: answer it ourselves.
+template <typename Callback, typename Result>
+void refuseIfNotSent(int rc, Pending<Callback>* p, Result result) {
+  if (rc == ZOK) return;
+  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  delete p;
+}
+
+// Closes the handle, if any. Joins the C client's threads: completions still pending are posted
+// (ZCLOSING) before it returns, and no watch context can be called afterwards.
+void closeHandle(Shared& shared) {
+  if (!shared.zh) return;
+  zookeeper_close(shared.zh);
+  shared.zh = nullptr;
+  delete shared.handleCtx;
+  shared.handleCtx = nullptr;
+  std::lock_guard<std::mutex> lock(shared.watchMutex);
+  for (WatchCtx* w : shared.watches) delete w;
+  shared.watches.clear();
+}
+
+// Opens a new session (after closing the old handle, if any).
+void reopen(const std::shared_ptr<Shared>& shared) {
+  closeHandle(*shared);
+  ++shared->generation;
+  shared->state = SessionState::kConnecting;
+  shared->sessionId = 0;
+  auto* ctx = new HandleCtx{shared, shared->generation};
+  shared->zh = zookeeper_init2(shared->hosts.c_str(), sessionWatcher,
+                               static_cast<int>(shared->sessionTimeout.count()), nullptr, ctx, 0,
+                               logToSpdlog);
+  if (!shared->zh) {
+    delete ctx;
+    spdlog::error("cannot open a ZooKeeper session to {}: {}", shared->hosts, std::strerror(errno));
+    return;
+  }
+  shared->handleCtx = ctx;
+}
+
+// A session event, on the loop thread: update the state, reopen after expiry, tell the listener.
+void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generation, int state,
+                         int64_t session, int32_t timeoutMs) {
+  if (generation != shared->generation) return;
+  SessionState next;
+  if (state == ZOO_CONNECTED_STATE) {
+    next = SessionState::kConnected;
+    shared->sessionId = session;
+    shared->negotiatedTimeoutMs = timeoutMs;
+  } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+    next = SessionState::kExpired;
+  } else if (state == ZOO_AUTH_FAILED_STATE) {
+    next = SessionState::kAuthFailed;
+  } else {
+    next = SessionState::kConnecting;
+  }
+  if (next == shared->state) return;
+  shared->state = next;
+  if (next == SessionState::kExpired) {
+    // Tell the listener while the state still says expired, then start a new session.
+    if (shared->listener) shared->listener(next);
+    reopen(shared);
+    return;
+  }
+  if (shared->listener) shared->listener(next);
+}
+
+}  // namespace
+
+RealZkClient::RealZkClient(Executor& loop, std::string hosts, Millis sessionTimeout)
+    : shared_(std::make_shared<Shared>(loop, std::move(hosts), sessionTimeout)) {
+  zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+  reopen(shared_);
+  if (!shared_->zh) {
+    throw std::runtime_error("cannot start the ZooKeeper client for '" + shared_->hosts +
+                             "': " + std::strerror(errno));
+  }
+}
+
+RealZkClient::~RealZkClient() {
+  shared_->alive = false;
+  shared_->listener = nullptr;
+  closeHandle(*shared_);
+}
+
+SessionState RealZkClient::sessionState() const { return shared_->state; }
+int64_t RealZkClient::sessionId() const { return shared_->sessionId; }
+int32_t RealZkClient::negotiatedTimeoutMs() const { return shared_->negotiatedTimeoutMs; }
+void RealZkClient::setSessionListener(std::function<void(SessionState)> listener) {
+  shared_->listener = std::move(listener);
+}
+
+void RealZkClient::create(const std::string& path, const std::string& data, CreateMode mode,
+                          CreateCallback done) {
+  int flags = mode == CreateMode::kEphemeralSequential ? ZOO_EPHEMERAL_SEQUENTIAL
+              : mode == CreateMode::kContainer         ? ZOO_CONTAINER
+                                                       : ZOO_PERSISTENT;
+  auto* p = new Pending<CreateCallback>{shared_, std::move(done)};
+  int rc = shared_->zh ? zoo_acreate2(shared_->zh, path.c_str(), data.data(),
+                                      static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
+                                      onStringStat, p)
+                       : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, CreateResult{mapCode(rc), {}, {}});
+}
+
+void RealZkClient::getChildren(const std::string& path, ChildrenCallback done) {
+  auto* p = new Pending<ChildrenCallback>{shared_, std::move(done)};
+  int rc = shared_->zh ? zoo_aget_children(shared_->zh, path.c_str(), 0, onStrings, p)
+                       : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, ChildrenResult{mapCode(rc), {}});
+}
+
+void RealZkClient::get(const std::string& path, GetCallback done) {
+  auto* p = new Pending<GetCallback>{shared_, std::move(done)};
+  int rc = shared_->zh ? zoo_aget(shared_->zh, path.c_str(), 0, onData, p) : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, GetResult{mapCode(rc), {}, {}});
+}
+
+void RealZkClient::getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) {
+  auto* watch = new WatchCtx{shared_, std::move(onChange)};
+  {
+    std::lock_guard<std::mutex> lock(shared_->watchMutex);
+    shared_->watches.insert(watch);
+  }
+  // The watch is registered only if the node exists; otherwise its context is freed here.
+  auto* p = new Pending<GetCallback>{
+      shared_, [shared = shared_, watch, done = std::move(done)](GetResult result) {
+        if (result.code != Code::kOk) {
+          std::lock_guard<std::mutex> lock(shared->watchMutex);
+          if (shared->watches.erase(watch)) delete watch;
+        }
+        done(std::move(result));
+      }};
+  int rc = shared_->zh
+               ? zoo_awget(shared_->zh, path.c_str(), nodeWatcher, watch, onData, p)
+               : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, GetResult{mapCode(rc), {}, {}});
+}
+
+void RealZkClient::remove(const std::string& path, CodeCallback done) {
+  auto* p = new Pending<CodeCallback>{shared_, std::move(done)};
+  int rc = shared_->zh ? zoo_adelete(shared_->zh, path.c_str(), -1, onVoid, p) : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, mapCode(rc));
+}
+
+void RealZkClient::sync(const std::string& path, CodeCallback done) {
+  auto* p = new Pending<CodeCallback>{shared_, std::move(done)};
+  int rc = shared_->zh ? zoo_async(shared_->zh, path.c_str(), onSync, p) : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, mapCode(rc));
+}
+
+}  // namespace fencekeeper::zk

@@ -1,0 +1,44 @@
+// zk::Client over the ZooKeeper multithreaded C client: the only code of the sidecar that
+// includes zookeeper.h. Completions and watches arrive on the C client's completion thread; they
+// are copied and posted to the loop Executor, so every callback runs on the loop thread.
+//
+// When the session expires, the client closes the dead handle and opens a new session itself,
+// reporting kExpired, then kConnecting and kConnected with the new session id.
+// Owned by main; lives on the loop thread (construct, call and destroy it there).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sidecar/common/clock.h"
+#include "sidecar/common/executor.h"
+#include "sidecar/zk/zk_client.h"
+
+namespace fencekeeper::zk {
+
+class RealZkClient final : public Client {
+ public:
+  // `hosts` is the C client's connect string: "host:port[,host:port...][/chroot]".
+  // Throws std::runtime_error when the handle cannot be made (malformed hosts).
+  RealZkClient(Executor& loop, std::string hosts, Millis sessionTimeout);
+  ~RealZkClient() override;
+
+  void create(const std::string& path, const std::string& data, CreateMode mode,
+              CreateCallback done) override;
+  void getChildren(const std::string& path, ChildrenCallback done) override;
+  void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) override;
+  void get(const std::string& path, GetCallback done) override;
+  void remove(const std::string& path, CodeCallback done) override;
+  void sync(const std::string& path, CodeCallback done) override;
+  SessionState sessionState() const override;
+  int64_t sessionId() const override;
+  int32_t negotiatedTimeoutMs() const override;
+  void setSessionListener(std::function<void(SessionState)> listener) override;
+
+  struct Shared;  // state shared with the C client's threads (defined in the .cc)
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace fencekeeper::zk
