@@ -178,7 +178,6 @@ void ClientImpl::run(std::promise<Status>& ready) {
   try {
     auto io = kj::setupAsyncIo();
     timer_ = &io.provider->getTimer();
-    executor_ = &kj::getCurrentThreadExecutor();
     auto paf = kj::newPromiseAndFulfiller<void>();
     stop_ = kj::mv(paf.fulfiller);
     try {
@@ -193,6 +192,7 @@ void ClientImpl::run(std::promise<Status>& ready) {
     }
     rpc = kj::heap<capnp::TwoPartyClient>(*stream);
     sidecar_ = rpc->bootstrap().castAs<ipc::Sidecar>();
+    executor_ = &kj::getCurrentThreadExecutor();  // only once the loop will run until stopped
     auto disconnected = rpc->onDisconnect().then([this] { onDisconnected(); },
                                                  [this](kj::Exception&&) { onDisconnected(); })
                             .eagerlyEvaluate(nullptr);

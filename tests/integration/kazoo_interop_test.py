@@ -1,0 +1,492 @@
+#!/usr/bin/python3
+"""kazoo <-> fencekeeper interoperability: one lock queue shared by kazoo's Lock recipe and
+fencekeeper's leases, on a real standalone ZooKeeper.
+
+Run with Debian's Python, which has python3-kazoo:
+
+    /usr/bin/python3 tests/integration/kazoo_interop_test.py [-v]
+
+Binaries come from $FK_BUILD_DIR (default: <repo>/build): sidecar/fk-zk-harness,
+sidecar/fencekeeper and client_lib/fencectl. Set FK_KEEP_TMP=1 to keep the temporary directory
+(ZooKeeper's and the sidecar's logs) after the run.
+
+setUpClass starts ZooKeeper (fk-zk-harness, loopback only) and one sidecar with
+--persistent-parents; tearDownClass stops both by PID and prints the sidecar's log when a test
+failed. Every wait is a bounded polling loop.
+"""
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import warnings
+
+try:
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import LockTimeout
+except ImportError:  # pragma: no cover - depends on the interpreter
+    sys.stderr.write(
+        "kazoo_interop_test: kazoo is not importable from %s; run it with /usr/bin/python3 "
+        "(Debian's python3-kazoo)\n" % sys.executable)
+    sys.exit(2)
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("FK_BUILD_DIR") or os.path.join(REPO, "build")
+ROOT = "/fencekeeper"
+LOCKS = ROOT + "/locks"
+
+# fencectl's exit codes (see `fencectl --help`).
+EXIT_NOT_ACQUIRED = 75
+EXIT_LEASE_LOST = 76
+
+QUEUE_NODE = re.compile(r"__(?:r)?lock__(\d{10})$")
+
+
+def _find_binary(*candidates):
+    for rel in candidates:
+        path = os.path.join(BUILD, rel)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise RuntimeError("kazoo_interop_test: none of %s built in %s (FK_BUILD_DIR)" %
+                       (", ".join(candidates), BUILD))
+
+
+def _wait_until(predicate, timeout, what, interval=0.05):
+    """Polls predicate() until it returns a truthy value (returned) or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = predicate()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def _descendants(pid):
+    """Every live descendant of pid (read from /proc), deepest last."""
+    found = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tids = os.listdir("/proc/%d/task" % parent)
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open("/proc/%d/task/%s/children" % (parent, tid)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(kids)
+            todo.extend(kids)
+    return found
+
+
+def _stop_process(proc, grace=10.0):
+    """SIGTERM, bounded wait, SIGKILL fallback (to it and to whatever it started). Returns the
+    exit status, or None when it had to be killed."""
+    if proc.poll() is not None:
+        return proc.returncode
+    kids = _descendants(proc.pid)
+    try:
+        proc.send_signal(signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        return proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    for pid in [proc.pid] + _descendants(proc.pid) + kids:
+        for target in (pid, -pid):  # fencectl's CMD leads its own process group
+            try:
+                os.kill(target, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    return None
+
+
+def _sequence(child):
+    m = QUEUE_NODE.search(child)
+    return int(m.group(1)) if m else None
+
+
+class KazooInteropTest(unittest.TestCase):
+    tmp = None
+    zk_dir = None
+    zk_pids = ()
+    connect = None
+    sidecar = None
+    sidecar_log = None
+    socket = None
+    any_failed = False
+    _stopped = True
+
+    # ---- class fixture -------------------------------------------------------------------------
+
+    @classmethod
+    def setUpClass(cls):
+        # kazoo 2.8 calls Event.isSet(); unittest's runner would print that on every wait.
+        warnings.filterwarnings("ignore", r"isSet\(\) is deprecated", DeprecationWarning)
+        cls._stopped = False
+        atexit.register(cls._stop_all)  # also on Ctrl-C, which skips tearDownClass
+        try:
+            cls._start_all()
+        except BaseException:
+            cls.any_failed = True
+            cls._stop_all()
+            raise
+
+    @classmethod
+    def _start_all(cls):
+        cls.harness = _find_binary("sidecar/fk-zk-harness", "sidecar/devzk/fk-zk-harness",
+                                   "fk-zk-harness")
+        cls.fencekeeper = _find_binary("sidecar/fencekeeper")
+        cls.fencectl_bin = _find_binary("client_lib/fencectl")
+        cls.tmp = tempfile.mkdtemp(prefix="fk-kazoo-interop-")
+        cls.zk_dir = os.path.join(cls.tmp, "zk")
+        os.makedirs(cls.zk_dir)
+
+        started = time.monotonic()
+        try:
+            r = subprocess.run([cls.harness, "start", "--dir", cls.zk_dir],
+                               capture_output=True, text=True, timeout=90)
+        finally:
+            cls.zk_pids = cls._read_zk_pids()
+        if r.returncode != 0:
+            raise RuntimeError("fk-zk-harness start failed (%d):\n%s%s" %
+                               (r.returncode, r.stdout, r.stderr))
+        with open(os.path.join(cls.zk_dir, "connect")) as f:
+            cls.connect = f.read().strip()
+        for host in cls.connect.split("/")[0].split(","):
+            if not host.startswith("127.0.0.1:"):
+                raise RuntimeError("ZooKeeper not on loopback: %s" % cls.connect)
+
+        cls.socket = os.path.join(cls.tmp, "fk.sock")
+        cls.sidecar_log = os.path.join(cls.tmp, "fencekeeper.log")
+        with open(cls.sidecar_log, "wb") as log:
+            cls.sidecar = subprocess.Popen(
+                [cls.fencekeeper, "--zk", cls.connect, "--socket", cls.socket,
+                 "--persistent-parents", "--session-timeout", "4s"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)
+
+        def ready():
+            if cls.sidecar.poll() is not None:
+                raise RuntimeError("fencekeeper exited with %d before it was ready" %
+                                   cls.sidecar.returncode)
+            r = cls.fencectl("status", timeout=10)
+            return r.returncode == 0 and re.search(r"^zookeeper:\s+connected\b", r.stdout, re.M)
+
+        _wait_until(ready, 30, "fencectl status to show a connected sidecar", interval=0.1)
+        sys.stderr.write("[kazoo-interop] ZooKeeper %s and sidecar ready after %.2f s\n" %
+                         (cls.connect, time.monotonic() - started))
+
+    @classmethod
+    def _read_zk_pids(cls):
+        try:
+            with open(os.path.join(cls.zk_dir, "pids")) as f:
+                return [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            return []
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._stop_all()
+
+    @classmethod
+    def _stop_all(cls):
+        if cls._stopped:
+            return
+        cls._stopped = True
+        problems = []
+        if cls.sidecar is not None:
+            rc = _stop_process(cls.sidecar, grace=15)
+            if rc != 0:
+                # SIGTERM must make the sidecar delete its nodes and exit 0 (fencekeeper --help).
+                problems.append("fencekeeper did not exit 0 on SIGTERM (status %s)" % rc)
+        if cls.zk_dir is not None:
+            pids = cls.zk_pids or cls._read_zk_pids()
+            try:
+                subprocess.run([cls.harness, "stop", "--dir", cls.zk_dir, "--grace", "10000"],
+                               capture_output=True, text=True, timeout=30)
+            except (subprocess.TimeoutExpired, OSError) as e:
+                problems.append("fk-zk-harness stop: %s" % e)
+            for pid in pids:  # fallback: only a still-running ZooKeeper JVM
+                try:
+                    with open("/proc/%d/cmdline" % pid, "rb") as f:
+                        if b"zookeeper" not in f.read().lower():
+                            continue
+                    os.kill(pid, signal.SIGKILL)
+                    problems.append("ZooKeeper pid %d survived fk-zk-harness stop" % pid)
+                except (OSError, ProcessLookupError):
+                    pass
+        if (cls.any_failed or problems) and cls.sidecar_log and os.path.exists(cls.sidecar_log):
+            with open(cls.sidecar_log, errors="replace") as f:
+                sys.stderr.write("\n----- fencekeeper log (%s) -----\n%s----- end of log -----\n" %
+                                 (cls.sidecar_log, f.read()))
+        if cls.tmp is not None:
+            if os.environ.get("FK_KEEP_TMP"):
+                sys.stderr.write("[kazoo-interop] kept %s\n" % cls.tmp)
+            else:
+                shutil.rmtree(cls.tmp, ignore_errors=True)
+        if problems:
+            raise AssertionError("; ".join(problems))
+
+    def run(self, result=None):
+        # Notes whether this test failed, so tearDownClass prints the sidecar's log.
+        if result is None:
+            return super().run(result)
+        before = len(result.failures) + len(result.errors)
+        try:
+            return super().run(result)
+        finally:
+            if len(result.failures) + len(result.errors) > before:
+                type(self).any_failed = True
+
+    # ---- per-test fixture and helpers ----------------------------------------------------------
+
+    def setUp(self):
+        self.client = KazooClient(hosts=self.connect, timeout=5)
+        self.client.start(timeout=15)
+        self.addCleanup(self._close_client)
+        self.procs = []
+        self.addCleanup(self._stop_procs)
+
+    def _close_client(self):
+        try:
+            self.client.stop()
+        finally:
+            self.client.close()
+
+    def _stop_procs(self):
+        for proc, out in self.procs:
+            _stop_process(proc, grace=5)
+            out.close()
+            proc.stderr.close()
+
+    @classmethod
+    def fencectl(cls, *args, timeout=30):
+        return subprocess.run([cls.fencectl_bin, "--socket", cls.socket] + list(args),
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def spawn_fencectl(self, name, *args):
+        """Starts fencectl in its own session; its stdout and stderr go to a file."""
+        out = tempfile.TemporaryFile(mode="w+", dir=self.tmp)
+        proc = subprocess.Popen([self.fencectl_bin, "--socket", self.socket] + list(args),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        proc.fk_name = name
+        self.procs.append((proc, out))
+        return proc, out
+
+    @staticmethod
+    def output_of(out):
+        out.seek(0)
+        return out.read()
+
+    def holder(self, name):
+        r = self.fencectl("holder", name, "--json", timeout=10)
+        self.assertEqual(r.returncode, 0, "fencectl holder %s: %s" % (name, r.stderr))
+        return json.loads(r.stdout)
+
+    def wait_held_by_fencectl(self, name, proc):
+        def held():
+            if proc.poll() is not None:
+                raise AssertionError("fencectl lock %s exited with %d before holding it: %s" %
+                                     (name, proc.returncode, proc.stderr.read()))
+            info = self.holder(name)
+            return info if info["held"] and info["thisSidecar"] else None
+        info = _wait_until(held, 15, "fencectl to hold %s" % name)
+        self.assertEqual(info["owner"], "fencectl pid %d" % proc.pid)
+        return info
+
+    def queue(self, name):
+        """The lock's queue nodes, lowest sequence first."""
+        kids = [k for k in self.client.get_children(LOCKS + "/" + name)
+                if _sequence(k) is not None]
+        return sorted(kids, key=_sequence)
+
+    def wait_queue_length(self, name, n, timeout=10):
+        return _wait_until(lambda: len(self.queue(name)) == n and self.queue(name), timeout,
+                           "%d queue node(s) under %s/%s" % (n, LOCKS, name))
+
+    def czxid(self, name, child):
+        return self.client.get(LOCKS + "/" + name + "/" + child)[1].czxid
+
+    def try_kazoo(self, lock, timeout):
+        """kazoo 2.8 raises LockTimeout where newer versions may return False."""
+        try:
+            return lock.acquire(timeout=timeout)
+        except LockTimeout:
+            return False
+
+    # ---- tests ---------------------------------------------------------------------------------
+
+    def test_1_kazoo_holder_blocks_fencectl_and_is_reported(self):
+        name = "interop1"
+        lock = self.client.Lock(LOCKS + "/" + name, identifier="kazoo-holder")
+        self.assertTrue(lock.acquire(timeout=5), "kazoo could not take a free lock")
+        try:
+            queue = self.queue(name)
+            self.assertEqual(queue, [lock.node])
+            kazoo_czxid = self.czxid(name, queue[0])
+
+            r = self.fencectl("lock", name, "--wait", "1s", "--", "true", timeout=30)
+            self.assertEqual(r.returncode, EXIT_NOT_ACQUIRED,
+                             "fencectl lock while kazoo holds it: %s%s" % (r.stdout, r.stderr))
+            # The withdrawn request leaves no node behind for kazoo to queue behind.
+            self.wait_queue_length(name, 1)
+
+            info = self.holder(name)
+            self.assertTrue(info["held"], info)
+            self.assertEqual(info["owner"], "kazoo-holder", info)
+            self.assertEqual(info["token"], kazoo_czxid, info)
+            self.assertFalse(info["thisSidecar"], info)
+        finally:
+            lock.release()
+
+        r = self.fencectl("lock", name, "--wait", "5s", "--", "sh", "-c", "echo $FENCE_TOKEN",
+                          timeout=30)
+        self.assertEqual(r.returncode, 0, "fencectl lock after kazoo released: %s" % r.stderr)
+        token = int(r.stdout.strip())
+        self.assertGreater(token, kazoo_czxid)
+        _wait_until(lambda: not self.holder(name)["held"], 10, "%s to be free again" % name)
+
+    def test_2_fencectl_holder_blocks_kazoo_until_terminated(self):
+        name = "interop2"
+        holder, _ = self.spawn_fencectl(name, "lock", name, "--ttl", "10s", "--", "sleep", "30")
+        token_h = self.wait_held_by_fencectl(name, holder)["token"]
+        self.assertEqual(self.czxid(name, self.queue(name)[0]), token_h)
+
+        lock = self.client.Lock(LOCKS + "/" + name, identifier="kazoo-2")
+        self.assertFalse(self.try_kazoo(lock, 1), "kazoo took a lock fencectl holds")
+        self.wait_queue_length(name, 1)  # kazoo withdrew its node
+        self.assertIsNone(holder.poll(), "fencectl holder exited early")
+
+        # kazoo waits on the holder's node; SIGTERM to fencectl stops CMD and releases.
+        got = {}
+
+        def contend():
+            t0 = time.monotonic()
+            got["acquired"] = self.try_kazoo(lock, 5)
+            got["at"] = time.monotonic()
+            got["waited"] = got["at"] - t0
+        thread = threading.Thread(target=contend, daemon=True)
+        thread.start()
+        try:
+            self.wait_queue_length(name, 2, timeout=4)
+            sent = time.monotonic()
+            holder.send_signal(signal.SIGTERM)
+            rc = holder.wait(timeout=10)
+            thread.join(timeout=10)
+            self.assertFalse(thread.is_alive(), "kazoo acquire(timeout=5) did not return")
+            self.assertTrue(got["acquired"],
+                            "kazoo did not get the lock within 5 s of fencectl's SIGTERM")
+            self.assertLess(got["at"] - sent, 5.0)
+            # fencectl forwards SIGTERM to CMD and exits with CMD's status (128 + SIGTERM).
+            self.assertEqual(rc, 128 + signal.SIGTERM,
+                             "fencectl exit status: %s" % holder.stderr.read())
+
+            info = self.holder(name)
+            self.assertTrue(info["held"], info)
+            self.assertEqual(info["owner"], "kazoo-2", info)
+            self.assertEqual(info["token"], self.czxid(name, lock.node), info)
+            self.assertGreater(info["token"], token_h)
+        finally:
+            thread.join(timeout=10)
+            lock.release()
+
+    def test_3_queue_order_mixes_kazoo_and_fencectl(self):
+        name = "interop3"
+        events = []  # (who, what, monotonic time)
+        h, _ = self.spawn_fencectl(name, "lock", name, "--ttl", "10s", "--", "sleep", "30")
+        token_h = self.wait_held_by_fencectl(name, h)["token"]
+
+        # K1 queues behind H.
+        k1 = self.client.Lock(LOCKS + "/" + name, identifier="kazoo-k1")
+        k1_acquired = threading.Event()
+        k1_release = threading.Event()
+        k1_result = {}
+
+        def k1_contend():
+            try:
+                k1_result["acquired"] = self.try_kazoo(k1, 15)
+                if k1_result["acquired"]:
+                    events.append(("K1", "acquired", time.monotonic()))
+                    k1_acquired.set()
+                    k1_release.wait(30)
+                    events.append(("K1", "released", time.monotonic()))
+                    k1.release()
+            except Exception as e:  # reported by the main thread
+                k1_result["error"] = e
+            finally:
+                k1_acquired.set()
+        thread = threading.Thread(target=k1_contend, daemon=True)
+        thread.start()
+        try:
+            queue = self.wait_queue_length(name, 2)
+            self.assertFalse(k1_acquired.is_set(), "K1 got the lock while H holds it")
+            k1_node = queue[1]
+
+            # F2 queues behind K1.
+            f2, f2_out = self.spawn_fencectl(name, "lock", name, "--wait", "15s", "--",
+                                             "sh", "-c", "echo $FENCE_TOKEN")
+            queue = self.wait_queue_length(name, 3)
+            self.assertEqual(queue[1], k1_node, queue)
+            self.assertIsNone(f2.poll(), "F2 finished while H holds the lock")
+            czxid_k1 = self.czxid(name, k1_node)
+
+            # Release H: K1 is next, F2 keeps waiting.
+            events.append(("H", "terminated", time.monotonic()))
+            h.send_signal(signal.SIGTERM)
+            self.assertEqual(h.wait(timeout=10), 128 + signal.SIGTERM, h.stderr.read())
+            self.assertTrue(k1_acquired.wait(10), "K1 did not get the lock after H released it")
+            self.assertNotIn("error", k1_result)
+            self.assertTrue(k1_result.get("acquired"), "K1's acquire(timeout=15) failed")
+            info = self.holder(name)
+            self.assertEqual((info["held"], info["owner"], info["token"]),
+                             (True, "kazoo-k1", czxid_k1), info)
+            # An observation window: F2 must not run while K1 holds the lock.
+            window_end = time.monotonic() + 1.0
+            while time.monotonic() < window_end:
+                self.assertIsNone(f2.poll(), "F2 ran while K1 held the lock: %s" %
+                                  self.output_of(f2_out))
+                time.sleep(0.05)
+
+            # Release K1: F2 gets it.
+            k1_release.set()
+            thread.join(timeout=10)
+            self.assertFalse(thread.is_alive(), "K1's thread did not finish")
+            rc = f2.wait(timeout=15)
+            events.append(("F2", "finished", time.monotonic()))
+            self.assertEqual(rc, 0, "F2 exit status: %s" % f2.stderr.read())
+            token_f2 = int(self.output_of(f2_out).strip())
+        finally:
+            k1_release.set()
+            thread.join(timeout=10)
+
+        order = [who for who, _, _ in sorted(events, key=lambda e: e[2])]
+        self.assertEqual(order, ["H", "K1", "K1", "F2"], events)
+        self.assertLess(token_h, czxid_k1)
+        self.assertLess(czxid_k1, token_f2)
+        sys.stderr.write("[kazoo-interop] %s order H(token %d) -> K1(czxid %d) -> F2(token %d)\n"
+                         % (name, token_h, czxid_k1, token_f2))
+
+
+if __name__ == "__main__":
+    unittest.main()

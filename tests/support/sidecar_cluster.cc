@@ -1,0 +1,93 @@
+#include "tests/support/sidecar_cluster.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "tests/support/wait.h"
+
+namespace fencekeeper::testing {
+
+const char* fencekeeperBinary() { return FENCEKEEPER_BIN; }
+const char* fencectlBinary() { return FENCECTL_BIN; }
+
+SidecarCluster::SidecarCluster(devzk::ZkServerOptions zkOptions) {
+  char tmpl[] = "/tmp/fk-it-XXXXXX";  // short: socket paths must fit in 108 bytes
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  if (zkOptions.dataDir.empty()) zkOptions.dataDir = dir_ + "/zk";
+  zk_ = std::make_unique<devzk::ZkServerProcess>(zkOptions);
+  zk_->start();
+}
+
+SidecarCluster::~SidecarCluster() {
+  bool failed = ::testing::Test::HasFailure();
+  for (auto& s : sidecars_) s->stop(std::chrono::milliseconds(8000));
+  if (failed) {
+    for (size_t i = 0; i < sidecars_.size(); ++i) {
+      std::fprintf(stderr, "---- sidecar %zu log (%s)\n%s\n", i, sidecars_[i]->logPath().c_str(),
+                   sidecars_[i]->log().c_str());
+    }
+    std::fprintf(stderr, "---- logs kept in %s\n", dir_.c_str());
+  }
+  zk_->keepLogs(failed);
+  zk_.reset();
+  if (!failed) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+std::string SidecarCluster::socket(size_t i) const {
+  return dir_ + "/s" + std::to_string(i) + ".sock";
+}
+
+std::string SidecarCluster::newLogPath(const std::string& stem) {
+  return dir_ + "/" + stem + "-" + std::to_string(logCounter_++) + ".log";
+}
+
+size_t SidecarCluster::startSidecar(SidecarOptions options) {
+  size_t i = sidecars_.size();
+  std::vector<std::string> argv{fencekeeperBinary(),
+                                "--zk",
+                                options.zk.empty() ? zk_->connectString() : options.zk,
+                                "--socket",
+                                socket(i),
+                                "--session-timeout",
+                                options.sessionTimeout,
+                                "--log-level",
+                                "debug"};
+  argv.insert(argv.end(), options.extraArgs.begin(), options.extraArgs.end());
+  sidecars_.push_back(std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));
+  if (!waitReady(i)) {
+    throw std::runtime_error("sidecar " + std::to_string(i) + " did not become ready:\n" +
+                             sidecars_[i]->log());
+  }
+  return i;
+}
+
+bool SidecarCluster::waitReady(size_t i) {
+  return waitUntil([&] {
+    auto client = Client::connect(socket(i));
+    SidecarStatus status;
+    return client && client->status(&status).ok() && status.zkState == "connected";
+  });
+}
+
+std::unique_ptr<Client> SidecarCluster::connect(size_t i) {
+  Status status;
+  auto client = Client::connect(socket(i), &status);
+  if (!client) throw std::runtime_error("connect: " + status.message);
+  return client;
+}
+
+std::unique_ptr<ChildProcess> SidecarCluster::fencectl(size_t i, std::vector<std::string> args) {
+  std::vector<std::string> argv{fencectlBinary(), "--socket", socket(i)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<ChildProcess>(argv, newLogPath("fencectl"), std::vector<std::string>{},
+                                        true);
+}
+
+}  // namespace fencekeeper::testing

@@ -1,0 +1,53 @@
+// A real ZooKeeper and real `fencekeeper` daemons in a temp dir, for integration and fault tests.
+// Owned by one test; everything it started is stopped by PID when it is destroyed, and the logs
+// are printed when the test failed.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fencekeeper/client.h"
+#include "sidecar/devzk/zk_server.h"
+#include "tests/support/child_process.h"
+
+namespace fencekeeper::testing {
+
+struct SidecarOptions {
+  std::string zk;  // connect string; empty: the cluster's ZooKeeper
+  std::string sessionTimeout = "2s";
+  std::vector<std::string> extraArgs;
+};
+
+class SidecarCluster {
+ public:
+  explicit SidecarCluster(devzk::ZkServerOptions zkOptions = {});
+  ~SidecarCluster();
+
+  devzk::ZkServerProcess& zk() { return *zk_; }
+  const std::string& dir() const { return dir_; }
+
+  // Starts a sidecar and waits until its ZooKeeper session is connected. Returns its index.
+  size_t startSidecar(SidecarOptions options = {});
+  // Waits until sidecar i answers status() with a connected session.
+  bool waitReady(size_t i);
+  ChildProcess& sidecar(size_t i) { return *sidecars_.at(i); }
+  std::string socket(size_t i) const;
+  std::unique_ptr<Client> connect(size_t i);
+
+  // Starts `fencectl --socket <sidecar i> ARGS...` in its own process group.
+  std::unique_ptr<ChildProcess> fencectl(size_t i, std::vector<std::string> args);
+  std::string newLogPath(const std::string& stem);
+
+ private:
+  std::string dir_;
+  std::unique_ptr<devzk::ZkServerProcess> zk_;
+  std::vector<std::unique_ptr<ChildProcess>> sidecars_;
+  int logCounter_ = 0;
+};
+
+// The binaries under test (compile definitions from tests/CMakeLists.txt).
+const char* fencekeeperBinary();
+const char* fencectlBinary();
+
+}  // namespace fencekeeper::testing

@@ -1,0 +1,33 @@
+// A plain synchronous ZooKeeper session for tests to look at (and tamper with) the znode tree
+// behind the sidecars' backs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+typedef struct _zhandle zhandle_t;
+
+namespace fencekeeper::testing {
+
+class ZkInspector {
+ public:
+  // Waits (bounded) until the session is connected; throws otherwise.
+  explicit ZkInspector(const std::string& hosts);
+  ~ZkInspector();
+  ZkInspector(const ZkInspector&) = delete;
+  ZkInspector& operator=(const ZkInspector&) = delete;
+
+  // Children names; empty when the node does not exist.
+  std::vector<std::string> children(const std::string& path);
+  bool exists(const std::string& path);
+  std::optional<int64_t> czxid(const std::string& path);
+  // Deletes a node (and, when `recursive`, its children first). False when it did not exist.
+  bool remove(const std::string& path, bool recursive = false);
+
+ private:
+  zhandle_t* zh_ = nullptr;
+};
+
+}  // namespace fencekeeper::testing
