@@ -44,7 +44,6 @@ LOCKS = ROOT + "/locks"
 
 # fencectl's exit codes (see `fencectl --help`).
 EXIT_NOT_ACQUIRED = 75
-EXIT_LEASE_LOST = 76
 
 QUEUE_NODE = re.compile(r"__(?:r)?lock__(\d{10})$")
 
@@ -285,12 +284,11 @@ class KazooInteropTest(unittest.TestCase):
                               timeout=timeout)
 
     def spawn_fencectl(self, name, *args):
-        """Starts fencectl in its own session; its stdout and stderr go to a file."""
+        """Starts fencectl in its own session: stdout to a temporary file, stderr to a pipe."""
         out = tempfile.TemporaryFile(mode="w+", dir=self.tmp)
         proc = subprocess.Popen([self.fencectl_bin, "--socket", self.socket] + list(args),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
-        proc.fk_name = name
         self.procs.append((proc, out))
         return proc, out
 
@@ -322,8 +320,10 @@ class KazooInteropTest(unittest.TestCase):
         return sorted(kids, key=_sequence)
 
     def wait_queue_length(self, name, n, timeout=10):
-        return _wait_until(lambda: len(self.queue(name)) == n and self.queue(name), timeout,
-                           "%d queue node(s) under %s/%s" % (n, LOCKS, name))
+        def reached():
+            queue = self.queue(name)
+            return queue if len(queue) == n else None
+        return _wait_until(reached, timeout, "%d queue node(s) under %s/%s" % (n, LOCKS, name))
 
     def czxid(self, name, child):
         return self.client.get(LOCKS + "/" + name + "/" + child)[1].czxid
