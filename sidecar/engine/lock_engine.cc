@@ -41,6 +41,8 @@ LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config)
       timer_(timer),
       config_(std::move(config)),
       guidPrefix_("fk" + config_.instanceId + "-") {
+  guard_ = std::make_unique<SessionGuard>(
+      zk_, timer_, config_.safetyMargin, [this] { onUnsafe(); }, [this] { onSafe(); });
   zk_.setSessionListener([this, alive = std::weak_ptr<bool>(alive_)](zk::SessionState s) {
     if (alive.lock()) onSessionState(s);
   });
@@ -303,6 +305,11 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
 }
 
 void LockEngine::grant(Request& r) {
+  if (!guard_->safe()) {
+    // The session cannot be vouched for now: no grant until a heartbeat proves it again.
+    awaitingSafety_.push_back(r.id);
+    return;
+  }
   if (r.stat.ephemeralOwner != zk_.sessionId()) {
     // The node belongs to an older session of ours that has since expired: it cannot be held.
     spdlog::warn("lock {}: node {} is not owned by the current session; queueing again",
@@ -413,7 +420,10 @@ Validity LockEngine::validity(const Request& r) const {
     case State::kHeld: {
       auto left = std::chrono::duration_cast<Millis>(r.deadline - timer_.now());
       if (left.count() <= 0) return {LeaseError::kExpired, 0, Millis(0)};
-      return {LeaseError::kOk, static_cast<uint64_t>(r.stat.czxid), left};
+      if (!guard_->safe()) return {LeaseError::kLost, 0, Millis(0)};
+      // Valid while now < min(leaseDeadline, safeUntil).
+      return {LeaseError::kOk, static_cast<uint64_t>(r.stat.czxid),
+              std::min(left, guard_->safeFor())};
     }
     case State::kLost:
       return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost,
@@ -436,8 +446,10 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
   if (ttl.count() == 0) ttl = r->spec.ttl;
   if (ttl < config_.minTtl || ttl > config_.maxTtl) return {LeaseError::kInvalidArgument};
   Validity now = validity(*r);
-  if (now.error == LeaseError::kExpired && r->state == State::kHeld) {
-    lose(*r, LossReason::kTtlExpired);  // the timer has not run yet, but the deadline passed
+  if (now.error != LeaseError::kOk && r->state == State::kHeld) {
+    // The timers have not run yet, but the deadline or safeUntil has passed.
+    lose(*r, now.error == LeaseError::kExpired ? LossReason::kTtlExpired
+                                               : LossReason::kSessionUncertain);
   }
   if (now.error != LeaseError::kOk) return now;
   r->spec.ttl = ttl;
@@ -520,6 +532,13 @@ void LockEngine::retryLater(LeaseId id, uint32_t attempt, std::function<void(Req
 
 void LockEngine::onSessionState(zk::SessionState state) {
   spdlog::info("zookeeper session {} (0x{:x})", zk::sessionStateName(state), zk_.sessionId());
+  // The engine marks held leases lost to expiry first, so the guard's loss of vouching that
+  // follows finds them lost with the right reason.
+  struct ForwardAfter {
+    SessionGuard& guard;
+    zk::SessionState state;
+    ~ForwardAfter() { guard.onSessionState(state); }
+  } forward{*guard_, state};
   if (state == zk::SessionState::kExpired) {
     for (auto& [id, r] : requests_) {
       if (r->state == State::kHeld) {
@@ -539,6 +558,41 @@ void LockEngine::onSessionState(zk::SessionState state) {
         startCreate(*r);
       }
     }
+    verifyHeldNodes();
+  }
+}
+
+// After a reconnect: each held lease's node must still exist and belong to this session.
+void LockEngine::verifyHeldNodes() {
+  for (auto& [id, r] : requests_) {
+    if (r->state != State::kHeld) continue;
+    LeaseId leaseId = id;
+    uint32_t attempt = r->attempt;
+    zk_.get(r->node, [this, leaseId, attempt](zk::GetResult got) {
+      Request* r = find(leaseId, attempt);
+      if (!r || r->state != State::kHeld) return;
+      if (got.code == zk::Code::kNoNode) {
+        lose(*r, LossReason::kReleasedElsewhere);
+      } else if (got.code == zk::Code::kOk && got.stat.ephemeralOwner != zk_.sessionId()) {
+        lose(*r, LossReason::kSessionLost);
+      }
+    });
+  }
+}
+
+void LockEngine::onUnsafe() {
+  for (auto& [id, r] : requests_) {
+    // Its node may live on: lose() deletes it, retrying until the connection is back.
+    if (r->state == State::kHeld) lose(*r, LossReason::kSessionUncertain);
+  }
+}
+
+void LockEngine::onSafe() {
+  auto ids = std::move(awaitingSafety_);
+  awaitingSafety_.clear();
+  for (LeaseId id : ids) {
+    Request* r = find(id);
+    if (r && r->state == State::kWaiting) checkQueue(*r);  // still the lowest?
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "sidecar/common/clock.h"
 #include "sidecar/engine/lease_types.h"
+#include "sidecar/engine/session_guard.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::engine {
@@ -35,6 +36,8 @@ struct EngineConfig {
   Millis retryDelay{100};
   // How long a try-once acquire (wait 0) may spend on ZooKeeper faults before it gives up.
   Millis tryOnceBudget{5'000};
+  // Subtracted from how long the session can be vouched for (see SessionGuard).
+  Millis safetyMargin{100};
 };
 
 class LockEngine {
@@ -62,6 +65,8 @@ class LockEngine {
 
   void holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done);
   EngineStatus status() const;
+  // How long this sidecar can still vouch for its ZooKeeper session.
+  Millis safeFor() const { return guard_->safeFor(); }
 
   // Tells every holder (reason kSidecarShutdown), fails every waiter, deletes every node, refuses
   // new requests; `done` runs when ZooKeeper confirmed the deletions (or they failed).
@@ -96,6 +101,9 @@ class LockEngine {
   void sweepOrphans(const std::string& lockPath, const std::vector<std::string>& children);
   void retryLater(LeaseId id, uint32_t attempt, std::function<void(Request&)> step);
   void onSessionState(zk::SessionState state);
+  void onUnsafe();
+  void onSafe();
+  void verifyHeldNodes();
 
   Validity validity(const Request& r) const;
 
@@ -108,6 +116,8 @@ class LockEngine {
   std::map<std::string, LeaseId> idByGuid_;
   bool shuttingDown_ = false;
   uint64_t grantsTotal_ = 0;
+  std::unique_ptr<SessionGuard> guard_;
+  std::vector<LeaseId> awaitingSafety_;  // lowest in their queue, not granted while unsafe
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

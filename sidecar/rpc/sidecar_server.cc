@@ -162,6 +162,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
                   static_cast<unsigned long long>(ctx_.zk.sessionId()));
     out.setSessionId(session);
     out.setSessionTimeoutMs(static_cast<uint32_t>(std::max(0, ctx_.zk.negotiatedTimeoutMs())));
+    out.setSafeForMs(clampMs(ctx_.engine.safeFor()));
     out.setLeasesHeld(s.held);
     out.setWaiters(s.waiting);
     out.setConnections(ctx_.connections);

@@ -78,6 +78,10 @@ void FakeZkClient::remove(const std::string& path, CodeCallback done) {
 }
 
 void FakeZkClient::sync(const std::string&, CodeCallback done) {
+  if (syncStalled_ && !disconnected()) {
+    heldSyncs_.push_back(std::move(done));
+    return;
+  }
   Code code = disconnected() ? Code::kConnectionLoss : Code::kOk;
   post([done = std::move(done), code] { done(code); });
 }
@@ -105,6 +109,15 @@ void FakeZkServer::closeSession(int64_t session) {
 
 void FakeZkServer::setDisconnected(FakeZkClient& client, bool disconnected) {
   client.setState(disconnected ? SessionState::kConnecting : SessionState::kConnected);
+}
+
+void FakeZkServer::setSyncStalled(FakeZkClient& client, bool stalled) {
+  client.syncStalled_ = stalled;
+  if (stalled) return;
+  for (auto& done : client.heldSyncs_) {
+    client.post([done = std::move(done)] { done(Code::kOk); });
+  }
+  client.heldSyncs_.clear();
 }
 
 void FakeZkServer::expireSession(FakeZkClient& client) {

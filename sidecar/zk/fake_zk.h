@@ -43,6 +43,8 @@ class FakeZkClient final : public Client {
   Executor& executor_;
   int64_t session_ = 0;
   SessionState state_ = SessionState::kConnected;
+  bool syncStalled_ = false;
+  std::vector<CodeCallback> heldSyncs_;
   std::function<void(SessionState)> listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
@@ -56,6 +58,9 @@ class FakeZkServer {
   void failNextCreateBeforeApply(Code code) { createFaults_.push_back({false, code}); }
   // While disconnected, every request of that client fails with kConnectionLoss; its session lives.
   void setDisconnected(FakeZkClient& client, bool disconnected);
+  // While stalled, that client's syncs get no answer (reads still do): a follower that answers
+  // reads while its leader is frozen. Unstalling answers the held syncs.
+  void setSyncStalled(FakeZkClient& client, bool stalled);
   // Ends a session: its ephemerals vanish, its watches are dropped, its client sees kExpired and
   // then kConnected with a new session (as the real client re-initialises itself).
   void expireSession(FakeZkClient& client);

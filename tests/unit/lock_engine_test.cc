@@ -273,6 +273,89 @@ TEST_F(LockEngineTest, SessionExpiryLosesHeldLeasesAndRequeuesWaiters) {
   EXPECT_GT(waiting->outcome->token, holderB->outcome->token);
 }
 
+TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
+  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
+  auto v = a.engine.token(holder->outcome->id);
+  ASSERT_EQ(v.error, LeaseError::kOk);
+  // The fake's session timeout is 4 s: an hour-long lease is still only vouched for < 4 s.
+  EXPECT_LT(v.valid, Millis(4000));
+  EXPECT_GT(v.valid, Millis(0));
+  EXPECT_EQ(v.valid, a.engine.safeFor());
+}
+
+TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
+  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
+  auto standby = acquire(b, "x");
+  server.setDisconnected(a.zk, true);
+  settle();
+  for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
+    timer.advance(Millis(100));
+    settle();
+  }
+  ASSERT_EQ(holder->losses.size(), 1u);
+  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
+  EXPECT_EQ(a.engine.renew(holder->outcome->id, Millis(0)).error, LeaseError::kLost);
+  EXPECT_EQ(queue("x").size(), 2u);  // the node lives on while cut off...
+  EXPECT_FALSE(standby->outcome);
+  server.setDisconnected(a.zk, false);
+  settle();
+  timer.advance(Millis(100));  // the deletion's retry
+  settle();
+  EXPECT_EQ(queue("x").size(), 1u);  // ...and goes as soon as the connection is back
+  ASSERT_TRUE(standby->granted());
+  EXPECT_GT(standby->outcome->token, holder->outcome->token);
+}
+
+TEST_F(LockEngineTest, NoGrantWhileTheSessionCannotBeVouchedFor) {
+  auto holder = acquire(b, "x");
+  auto waiter = acquire(a, "x");
+  server.setDisconnected(a.zk, true);
+  settle();
+  for (int i = 0; i < 40; ++i) {  // a's vouching runs out; b keeps its heartbeats answered
+    timer.advance(Millis(100));
+    settle();
+  }
+  EXPECT_EQ(a.engine.safeFor(), Millis(0));
+  EXPECT_GT(b.engine.safeFor(), Millis(0));
+  server.setDisconnected(a.zk, false);
+  // b releases while a has reconnected but has not yet had its heartbeats answered.
+  std::optional<LeaseError> released;
+  b.engine.release(holder->outcome->id, [&](LeaseError e) { released = e; });
+  settle();
+  ASSERT_EQ(released, LeaseError::kOk);
+  ASSERT_TRUE(waiter->granted());  // granted only after the guard's heartbeats came back
+  EXPECT_GT(a.engine.safeFor(), Millis(0));
+}
+
+TEST_F(LockEngineTest, ReadsAnsweredWithoutTheLeaderAreNotEnoughToGrant) {
+  auto holder = acquire(b, "x");
+  auto waiter = acquire(a, "x");
+  server.setSyncStalled(a.zk, true);  // a's follower answers reads; its leader is frozen
+  for (int i = 0; i < 40; ++i) {
+    timer.advance(Millis(100));
+    settle();
+  }
+  EXPECT_EQ(a.engine.safeFor(), Millis(0));
+  release(b, *holder);  // a's waiter is now the lowest node, and a can read that...
+  EXPECT_EQ(queue("x").size(), 1u);
+  EXPECT_FALSE(waiter->outcome) << "...but must not be granted";
+  server.setSyncStalled(a.zk, false);
+  settle();
+  ASSERT_TRUE(waiter->granted());
+}
+
+TEST_F(LockEngineTest, HeldLeaseIsLostWhenOnlyTheLeaderIsUnreachable) {
+  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
+  server.setSyncStalled(a.zk, true);
+  for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
+    timer.advance(Millis(100));
+    settle();
+  }
+  ASSERT_EQ(holder->losses.size(), 1u);
+  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
+  EXPECT_TRUE(queue("x").empty());  // the connection works: its node went at once
+}
+
 TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
   EXPECT_EQ(acquire(a, "../etc")->outcome->error, LeaseError::kInvalidName);
   EXPECT_EQ(acquire(a, "x", Millis(0), Millis(5))->outcome->error, LeaseError::kInvalidArgument);
