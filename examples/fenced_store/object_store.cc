@@ -34,7 +34,9 @@ StoreResult ObjectStore::put(std::string_view key, std::string value, std::strin
     gate_.restore(std::move(fencesBefore));
     result.status = StoreStatus::kIoError;
     result.highest = gate_.highest(lock);
+    return result;
   }
+  result.sequence = ++accepted_;
   return result;
 }
 
@@ -55,6 +57,7 @@ StoreResult ObjectStore::get(std::string_view key, std::string_view lock, uint64
     result.highest = gate_.highest(lock);
     return result;
   }
+  result.sequence = ++accepted_;
   auto it = objects_.find(key);
   if (it == objects_.end()) {
     result.status = StoreStatus::kNotFound;

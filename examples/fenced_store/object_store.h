@@ -28,6 +28,10 @@ struct StoreResult {
   uint64_t highest = 0;  // the lock's fence after the request
   std::string value;     // GET only
   std::string error;
+  // kOk and kNotFound: the request's place in the order the store accepted requests (1, 2, ...,
+  // over all locks, counted under the store's lock from this process's start), so that a log
+  // written after the lock is released still tells that order. 0 otherwise.
+  uint64_t sequence = 0;
 };
 
 class ObjectStore {
@@ -45,6 +49,7 @@ class ObjectStore {
   StateFile file_;
   Objects objects_;
   FenceGate gate_;
+  uint64_t accepted_ = 0;  // the last StoreResult::sequence handed out
 };
 
 }  // namespace fencekeeper::store

@@ -90,12 +90,15 @@ HttpResponse handleObject(HttpRequest& request, std::string_view key, ObjectStor
   StoreResult result =
       isPut ? store.put(key, std::move(request.body), lock, token) : store.get(key, lock, token);
   std::string highest = std::to_string(result.highest);
+  // The store's acceptance order: log lines are written after its lock is released, so their
+  // order alone may differ from it.
+  std::string accepted = "accepted seq=" + std::to_string(result.sequence);
   switch (result.status) {
     case StoreStatus::kOk:
-      if (isPut) return out.finish({200, "stored\n"}, "accepted");
-      return out.finish({200, std::move(result.value), "application/octet-stream"}, "accepted");
+      if (isPut) return out.finish({200, "stored\n"}, accepted);
+      return out.finish({200, std::move(result.value), "application/octet-stream"}, accepted);
     case StoreStatus::kNotFound:
-      return out.finish({404, "no such key\n"}, "accepted, no such key");
+      return out.finish({404, "no such key\n"}, accepted + ", no such key");
     case StoreStatus::kStale:
       return out.finish({412, "stale Fence-Token " + std::to_string(token) + " for lock " +
                                   std::string(lock) + ": the highest seen is " + highest + "\n"},

@@ -8,17 +8,14 @@
 //   reconcile-worker --socket PATH --store-port N --name W1 [--ttl 3s] [--wait 30s]
 //                    [--work 1s]
 // Exit: 0 report written; 3 write rejected by the store (412); 1 anything else.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 #include <thread>
 
+#include "examples/fenced_store/fence_http.h"
 #include "fencekeeper/client.h"
 #include "sidecar/common/duration.h"
 
@@ -42,44 +39,6 @@ std::string name = "worker";
 void say(const std::string& message) {
   std::printf("%s  %-3s %s\n", now().c_str(), name.c_str(), message.c_str());
   std::fflush(stdout);
-}
-
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
-
-// One fenced request to the store on 127.0.0.1.
-HttpReply request(int port, const std::string& method, const std::string& key, uint64_t token,
-                  const std::string& body) {
-  HttpReply reply;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return reply;
-  }
-  std::string req = method + " /objects/" + key + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                    "Fence-Lock: reconcile\r\nFence-Token: " + std::to_string(token) +
-                    "\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\nConnection: close\r\n\r\n" + body;
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return reply;
-  }
-  std::string raw;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) raw.append(buf, static_cast<size_t>(n));
-  close(fd);
-  if (raw.size() > 12) reply.status = std::atoi(raw.c_str() + 9);
-  auto split = raw.find("\r\n\r\n");
-  if (split != std::string::npos) reply.body = raw.substr(split + 4);
-  while (!reply.body.empty() && reply.body.back() == '\n') reply.body.pop_back();
-  return reply;
 }
 
 }  // namespace
@@ -120,7 +79,7 @@ int main(int argc, char** argv) {
   uint64_t token = lease->token();
   say("granted lease 'reconcile' with fencing token " + std::to_string(token));
 
-  auto read = request(port, "GET", "report", token, "");
+  auto read = fencedRequest(port, "GET", "report", "reconcile", token, "");
   say("reads the report with token " + std::to_string(token) + ": HTTP " +
       std::to_string(read.status));
   say("scanning...");
@@ -130,7 +89,7 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(work);  // the pause of a real worker may hit anywhere in here
 
   std::string report = "report by " + name + " with token " + std::to_string(token);
-  auto wrote = request(port, "PUT", "report", token, report);
+  auto wrote = fencedRequest(port, "PUT", "report", "reconcile", token, report);
   if (wrote.status == 200 || wrote.status == 201 || wrote.status == 204) {
     say("wrote the report with token " + std::to_string(token) + ": HTTP " +
         std::to_string(wrote.status) + " accepted");

@@ -71,7 +71,11 @@ void SessionGuard::onAnswered(uint64_t epoch, TimePoint sentAt, zk::Code code) {
     }
     ++answeredThisEpoch_;
     latestAnsweredSend_ = sentAt;
+    spdlog::trace("heartbeat answered after {} us; safe for {} ms",
+                  std::chrono::duration_cast<std::chrono::microseconds>(timer_.now() - sentAt).count(),
+                  safeFor().count());
   }
+  if (code != zk::Code::kOk) spdlog::debug("heartbeat failed: {}", zk::codeName(code));
   // While nothing can be vouched for (a new session, or back from a cut), heartbeat again at once.
   if (code == zk::Code::kOk && !safe()) return sendHeartbeat();
   Millis interval(std::max(1, zk_.negotiatedTimeoutMs() / 4));

@@ -52,25 +52,26 @@ kj::Promise<void> KjLoopExecutor::drainLoop() {
 }
 
 uint64_t KjTimer::schedule(TimePoint when, std::function<void()> fn) {
-  uint64_t id = queue_.add(when, std::move(fn));
-  if (when < armedFor_) arm();
+  uint64_t id = nextId_++;
+  pending_.emplace(id, std::move(fn));
+  arm(id, when);
   return id;
 }
 
-KjTimer::~KjTimer() { tasks_.reset(); }
-
-void KjTimer::arm() {
-  armedFor_ = queue_.nextDeadline();
-  uint64_t generation = ++armedGeneration_;
-  if (armedFor_ == TimePoint::max()) return;
-  auto delay = std::max(armedFor_ - now(), TimePoint(0));
-  tasks_->add(timer_.afterDelay(delay.count() * kj::NANOSECONDS).then([this, generation] {
-    if (generation != armedGeneration_) return;
-    armedFor_ = TimePoint::max();
-    queue_.runDue(now());
-    if (armedFor_ == TimePoint::max()) arm();  // (a callback may have armed it already)
+void KjTimer::arm(uint64_t id, TimePoint when) {
+  auto delay = std::max(when - now(), TimePoint(0));
+  tasks_->add(timer_.afterDelay(delay.count() * kj::NANOSECONDS).then([this, id, when] {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;  // cancelled
+    // KJ's timer and CLOCK_BOOTTIME agree on rates, not on rounding: never fire early.
+    if (now() < when) return arm(id, when);
+    auto fn = std::move(it->second);
+    pending_.erase(it);
+    fn();
   }));
 }
+
+KjTimer::~KjTimer() { tasks_.reset(); }
 
 void KjTimer::taskFailed(kj::Exception&& e) {
   spdlog::critical("timer callback failed: {}", e.getDescription().cStr());

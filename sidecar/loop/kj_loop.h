@@ -7,6 +7,7 @@
 #include <kj/async.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -32,7 +33,8 @@ class KjLoopExecutor final : public Executor {
   std::deque<std::function<void()>> queue_;
 };
 
-// Deadlines are CLOCK_BOOTTIME (bootTimeNow()); the wait is armed on KJ's monotonic timer.
+// Deadlines are CLOCK_BOOTTIME (bootTimeNow()); each is armed on KJ's monotonic timer as its own
+// task. A cancelled entry's task still wakes up once and finds nothing to run.
 class KjTimer final : public Timer, public kj::TaskSet::ErrorHandler {
  public:
   explicit KjTimer(kj::Timer& timer)
@@ -40,18 +42,15 @@ class KjTimer final : public Timer, public kj::TaskSet::ErrorHandler {
   ~KjTimer() override;
   TimePoint now() const override { return bootTimeNow(); }
   uint64_t schedule(TimePoint when, std::function<void()> fn) override;
-  void cancel(uint64_t id) override { queue_.remove(id); }
+  void cancel(uint64_t id) override { pending_.erase(id); }
 
  private:
-  void arm();
+  void arm(uint64_t id, TimePoint when);
   void taskFailed(kj::Exception&& exception) override;
 
   kj::Timer& timer_;
-  TimerQueue queue_;
-  // One wake-up is armed for the earliest deadline; a wake-up superseded by an earlier one still
-  // runs, sees its generation is stale, and does nothing (cheaper than cancelling promises).
-  TimePoint armedFor_ = TimePoint::max();
-  uint64_t armedGeneration_ = 0;
+  uint64_t nextId_ = 1;
+  std::map<uint64_t, std::function<void()>> pending_;
   std::unique_ptr<kj::TaskSet> tasks_;
 };
 

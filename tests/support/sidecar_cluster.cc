@@ -24,17 +24,18 @@ SidecarCluster::SidecarCluster(devzk::ZkServerOptions zkOptions) {
 
 SidecarCluster::~SidecarCluster() {
   bool failed = ::testing::Test::HasFailure();
+  bool keep = failed || std::getenv("FK_KEEP_TEST_LOGS") != nullptr;
   for (auto& s : sidecars_) s->stop(std::chrono::milliseconds(8000));
   if (failed) {
     for (size_t i = 0; i < sidecars_.size(); ++i) {
       std::fprintf(stderr, "---- sidecar %zu log (%s)\n%s\n", i, sidecars_[i]->logPath().c_str(),
                    sidecars_[i]->log().c_str());
     }
-    std::fprintf(stderr, "---- logs kept in %s\n", dir_.c_str());
   }
-  zk_->keepLogs(failed);
+  zk_->keepLogs(keep);
   zk_.reset();
-  if (!failed) {
+  if (keep) std::fprintf(stderr, "---- logs kept in %s\n", dir_.c_str());
+  if (!keep) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
@@ -58,7 +59,7 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
                                 "--session-timeout",
                                 options.sessionTimeout,
                                 "--log-level",
-                                "debug"};
+                                "trace"};
   argv.insert(argv.end(), options.extraArgs.begin(), options.extraArgs.end());
   sidecars_.push_back(std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));
   if (!waitReady(i)) {
