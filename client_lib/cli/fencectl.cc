@@ -37,7 +37,8 @@ constexpr const char* kUsage = R"(usage:
       FENCE_TTL_MS in its environment, renews the lease while CMD runs, releases it after.
       If the lease is lost, or its validity falls below --grace without a renew, CMD's
       group gets SIGTERM, and SIGKILL once the validity has run out.
-      Defaults: --ttl 30s, --wait 0 (try once), --grace ttl/3.
+      Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
+      (the TTL, or less when the sidecar's ZooKeeper session bounds it).
   fencectl [--socket PATH] holder NAME [--json]   who holds NAME now
   fencectl [--socket PATH] status [--json]        the sidecar's state
 
@@ -242,7 +243,16 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     return 127;
   }
 
-  Millis grace = args.grace.value_or(args.ttl / 3);
+  // The sidecar may vouch for less than the TTL (its ZooKeeper session bounds every lease): the
+  // grace period must sit below the validity it actually grants, or CMD would be stopped at once.
+  Millis granted = lease->validFor();
+  Millis grace = args.grace.value_or(std::min(args.ttl, granted) / 3);
+  if (grace >= granted) {
+    std::fprintf(stderr, "fencectl: --grace %lld ms is not below the validity granted (%lld ms); "
+                 "using %lld ms\n", static_cast<long long>(grace.count()),
+                 static_cast<long long>(granted.count()), static_cast<long long>(granted.count() / 3));
+    grace = granted / 3;
+  }
   bool leaseLost = false, termSent = false, killSent = false;
   int status = 0;
   while (true) {

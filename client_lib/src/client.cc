@@ -53,6 +53,7 @@ struct LeaseState {
 
   mutable std::mutex mutex;
   Clock::time_point validUntil{};
+  uint32_t lastValidMs = 0;
   bool lost = false;
   bool released = false;
   LossReason lossReason = LossReason::kTtlExpired;
@@ -78,6 +79,13 @@ struct LeaseState {
   void setValidity(Clock::time_point sentAt, uint32_t validMs) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!lost && !released) validUntil = sentAt + Millis(validMs);
+    lastValidMs = validMs;
+  }
+  // Renew three times per validity the sidecar granted: that is bounded by the TTL and by how long
+  // the sidecar can vouch for its ZooKeeper session, which may be much shorter than the TTL.
+  Millis renewPeriod() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::max(Millis(1), std::min(options.ttl, Millis(lastValidMs)) / 3);
   }
   Status stateError() const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -264,7 +272,7 @@ std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const Acquir
 kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
   auto it = leases_.find(key);
   if (it == leases_.end()) return kj::READY_NOW;
-  auto period = std::max(Millis(1), it->second.state->options.ttl / 3);
+  auto period = it->second.state->renewPeriod();
   return timer_->afterDelay(period.count() * kj::MILLISECONDS).then([this, key]() -> kj::Promise<void> {
     auto it = leases_.find(key);
     if (it == leases_.end()) return kj::READY_NOW;

@@ -334,7 +334,8 @@ void LockEngine::grant(Request& r) {
                r.stat.czxid, r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
   watchOwnNode(r);
   auto done = std::move(r.done);
-  done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid), r.spec.ttl});
+  done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid),
+                      validity(r).valid});
 }
 
 // A held lease's node can be deleted by another path (an operator, a recovery tool): notice it.

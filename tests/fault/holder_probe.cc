@@ -1,5 +1,5 @@
 // A lease holder for fault tests, driven through files so that it can be frozen and resumed:
-//   holder-probe --socket S --lock L --ttl DUR --store-port P --dir D
+//   holder-probe --socket S --lock L --ttl DUR --store-port P --dir D [--exit-on-loss 1]
 // Acquires L (keep-alive on), writes D/granted with its token, then waits for D/go; on it, writes
 // to the fenced store with its token and asks the sidecar to renew, and writes the outcomes to
 // D/result as "write=<http status> renew=<error name> lost=<0|1>".
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   std::string socket, lock = "probe", dir = ".";
   int port = 0;
   Millis ttl(1000);
+  bool exitOnLoss = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--socket") socket = value;
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     else if (flag == "--ttl") ttl = parseDuration(value).value_or(ttl);
     else if (flag == "--store-port") port = std::stoi(value);
     else if (flag == "--dir") dir = value;
+    else if (flag == "--exit-on-loss") exitOnLoss = value == "1";
   }
   Status status;
   auto client = Client::connect(socket, &status);
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   options.ttl = ttl;
   options.wait = Millis(30000);
   options.ownerLabel = "holder-probe";
+  options.exitOnLoss = exitOnLoss;
   auto lease = client->acquire(lock, options, &status);
   if (!lease) {
     std::fprintf(stderr, "holder-probe: %s\n", status.message.c_str());

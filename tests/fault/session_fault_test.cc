@@ -109,6 +109,27 @@ TEST(SessionFault, FrozenHolderIsReplacedAndItsLateWriteRejected) {
   EXPECT_EQ(probe.wait(milliseconds(5000)), 0);
 }
 
+// With exitOnLoss, a holder that was frozen past its lease exits (status 70) as soon as it runs
+// again, before it can do anything with the stale token.
+TEST(SessionFault, ExitOnLossEndsAThawedHolder) {
+  SidecarCluster cluster;
+  cluster.startSidecar(sessionTimeout());
+  std::string probeDir = cluster.dir() + "/probe";
+  std::filesystem::create_directories(probeDir);
+  ChildProcess probe({HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock", "exit-on-loss",
+                      "--ttl", "600ms", "--store-port", "1", "--dir", probeDir, "--exit-on-loss",
+                      "1"},
+                     cluster.newLogPath("probe"));
+  ASSERT_TRUE(waitUntil([&] { return !readFile(probeDir + "/granted").empty(); }));
+  probe.signal(SIGSTOP);
+  auto standby = cluster.connect(0);
+  ASSERT_TRUE(standby->acquire("exit-on-loss", options(milliseconds(5000))));
+  probe.signal(SIGCONT);
+  EXPECT_EQ(probe.wait(milliseconds(3000)), 70) << probe.log();
+  EXPECT_TRUE(readFile(probeDir + "/result").empty()) << "it went on working";
+  EXPECT_NE(probe.log().find("lost"), std::string::npos) << probe.log();
+}
+
 // 3. A whole sidecar killed: the standby on the other sidecar gets the lock once ZooKeeper
 // expires the dead sidecar's session; the killed sidecar's client knows its lease is gone.
 TEST(SessionFault, KilledSidecarsLocksPassOnWhenItsSessionExpires) {

@@ -338,5 +338,46 @@ TEST_F(LeaseTest, FencectlKeepsALeaseAliveLongerThanItsTtl) {
   EXPECT_GT(token, 0u);
 }
 
+TEST_F(LeaseTest, KeepAliveRenewsOnlyWhileTheApplicationChecksIn) {
+  cluster.startSidecar();
+  auto client = cluster.connect(0);
+  std::atomic<int> reason{-1};
+  auto o = waitFor(milliseconds(0), milliseconds(600));
+  o.renewOnlyIfCheckedIn = true;
+  o.onLost = [&](uint64_t, LossReason r) { reason = static_cast<int>(r); };
+  auto lease = client->acquire("checkin", o);
+  ASSERT_TRUE(lease);
+  // A live application checks in: the lease outlives several TTLs.
+  auto until = std::chrono::steady_clock::now() + milliseconds(2000);
+  while (std::chrono::steady_clock::now() < until) {
+    lease->checkIn();
+    std::this_thread::sleep_for(milliseconds(50));  // the application's own pace
+  }
+  EXPECT_FALSE(lease->lost());
+  EXPECT_EQ(reason.load(), -1);
+  // A hung application stops checking in: the keep-alive thread does not cover for it.
+  ASSERT_TRUE(waitUntil([&] { return lease->lost(); }, milliseconds(3000)));
+  EXPECT_EQ(reason.load(), static_cast<int>(LossReason::kTtlExpired));
+  EXPECT_EQ(lease->validFor(), milliseconds(0));
+  EXPECT_EQ(lease->renew().code, ErrorCode::kExpired);
+}
+
+TEST_F(LeaseTest, LocalValidityTracksTheSidecarsAnswer) {
+  cluster.startSidecar();
+  auto client = cluster.connect(0);
+  auto lease = client->acquire("validity", waitFor(milliseconds(0), milliseconds(5000)));
+  ASSERT_TRUE(lease);
+  // Bounded by the TTL and by how long the sidecar can vouch for its session (< 2 s here).
+  EXPECT_GT(lease->validFor(), milliseconds(0));
+  EXPECT_LE(lease->validFor(), milliseconds(2000));
+  Millis remote{0};
+  ASSERT_TRUE(lease->check(&remote).ok());
+  EXPECT_GT(remote, milliseconds(0));
+  EXPECT_LE(remote, milliseconds(2000));
+  ASSERT_TRUE(lease->release().ok());
+  EXPECT_EQ(lease->validFor(), milliseconds(0));
+  EXPECT_EQ(lease->check().code, ErrorCode::kNotHeld);
+}
+
 }  // namespace
 }  // namespace fencekeeper::testing

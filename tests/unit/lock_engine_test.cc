@@ -281,6 +281,7 @@ TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
   EXPECT_LT(v.valid, Millis(4000));
   EXPECT_GT(v.valid, Millis(0));
   EXPECT_EQ(v.valid, a.engine.safeFor());
+  EXPECT_LE(holder->outcome->valid, v.valid) << "the grant itself said more";
 }
 
 TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
