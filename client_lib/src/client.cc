@@ -76,6 +76,12 @@ struct LeaseState {
     }
     if (options.onLost) options.onLost(token.load(), reason);
   }
+  // Its owner let go of it (release, Lease destroyed, client closed): no loss callback follows.
+  void markReleased() {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+    validUntil = {};
+  }
   void setValidity(Clock::time_point sentAt, uint32_t validMs) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!lost && !released) validUntil = sentAt + Millis(validMs);
@@ -148,6 +154,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Status release(LeaseState& state);
   Status renew(LeaseState& state, Millis ttl);
   Status check(LeaseState& state, Millis* validFor);
+  Status setKeepAlive(LeaseState& state, bool on);
   void drop(uint64_t key);
   Status holder(const std::string& name, HolderInfo* out);
   Status status(SidecarStatus* out);
@@ -156,7 +163,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   struct IoLease {
     ipc::Lease::Client cap;
     std::shared_ptr<LeaseState> state;
-    kj::Promise<void> keepAlive = nullptr;
+    kj::Maybe<kj::Promise<void>> keepAlive;  // set while keep-alive is on
   };
 
   void run(std::promise<Status>& ready);
@@ -181,6 +188,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 
 void ClientImpl::run(std::promise<Status>& ready) {
   ioThread_ = std::this_thread::get_id();
+  bool readySet = false;
   kj::Own<kj::AsyncIoStream> stream;
   kj::Own<capnp::TwoPartyClient> rpc;
   try {
@@ -196,6 +204,7 @@ void ClientImpl::run(std::promise<Status>& ready) {
       ready.set_value(error(ErrorCode::kSidecarUnavailable,
                             "cannot connect to the sidecar at " + socketPath_ + ": " +
                                 e.getDescription().cStr()));
+      readySet = true;
       return;
     }
     rpc = kj::heap<capnp::TwoPartyClient>(*stream);
@@ -206,14 +215,24 @@ void ClientImpl::run(std::promise<Status>& ready) {
                             .eagerlyEvaluate(nullptr);
     connected_ = true;
     ready.set_value(Status{});
+    readySet = true;
     paf.promise.wait(io.waitScope);
     connected_ = false;
-    leases_.clear();  // drops every capability: the sidecar releases what is still held
+    // Dropping every capability makes the sidecar release what is still held: the handles that
+    // outlive the client must not report a validity any more.
+    for (auto& [key, lease] : leases_) lease.state->markReleased();
+    leases_.clear();
     sidecar_ = nullptr;
     rpc = nullptr;
     stream = nullptr;
   } catch (const kj::Exception& e) {
-    std::fprintf(stderr, "fencekeeper client: I/O thread failed: %s\n", e.getDescription().cStr());
+    connected_ = false;
+    if (!readySet) {
+      ready.set_value(error(ErrorCode::kInternal, e.getDescription().cStr()));
+    } else {
+      std::fprintf(stderr, "fencekeeper client: I/O thread failed: %s\n",
+                   e.getDescription().cStr());
+    }
   }
 }
 
@@ -251,7 +270,7 @@ std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const Acquir
           state->key = nextKey_++;
           state->token = response.getToken();
           state->setValidity(sentAt, response.getValidMs());
-          auto& lease = leases_.emplace(state->key, IoLease{response.getLease(), state})
+          auto& lease = leases_.emplace(state->key, IoLease{response.getLease(), state, nullptr})
                             .first->second;
           if (state->options.keepAlive) {
             lease.keepAlive = keepAliveLoop(state->key).eagerlyEvaluate(nullptr);
@@ -303,20 +322,18 @@ Status ClientImpl::release(LeaseState& state) {
   Status status = call([&]() -> kj::Promise<Status> {
     auto it = leases_.find(key);
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
-    return it->second.cap.releaseRequest().send().then(
-        [this, key](capnp::Response<ipc::Lease::ReleaseResults> r) {
-          leases_.erase(key);
-          return r.getError() == ipc::Error::OK ? Status{} : error(fromIpc(r.getError()));
-        },
-        [](kj::Exception&& e) {
-          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
-        });
+    return withDeadline(
+        it->second.cap.releaseRequest().send().then(
+            [this, key](capnp::Response<ipc::Lease::ReleaseResults> r) {
+              leases_.erase(key);
+              return r.getError() == ipc::Error::OK ? Status{} : error(fromIpc(r.getError()));
+            },
+            [](kj::Exception&& e) {
+              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+            }),
+        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (status.ok()) {
-    state.released = true;
-    state.validUntil = {};
-  }
+  if (status.ok()) state.markReleased();
   return status;
 }
 
@@ -330,7 +347,7 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
     request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return request.send().then(
+    return withDeadline(request.send().then(
         [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
           if (r.getError() != ipc::Error::OK) {
             if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
@@ -344,7 +361,8 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
         },
         [](kj::Exception&& e) {
           return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
-        });
+        }),
+        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
 
@@ -356,7 +374,7 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return it->second.cap.tokenRequest().send().then(
+    return withDeadline(it->second.cap.tokenRequest().send().then(
         [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
           if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
           s->setValidity(sentAt, r.getValidMs());
@@ -365,13 +383,32 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
         },
         [](kj::Exception&& e) {
           return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
-        });
+        }),
+        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+  });
+}
+
+Status ClientImpl::setKeepAlive(LeaseState& state, bool on) {
+  if (Status s = state.stateError(); !s.ok()) return s;
+  uint64_t key = state.key;
+  return call([&]() -> Status {
+    auto it = leases_.find(key);
+    if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+    auto& keepAlive = it->second.keepAlive;
+    if (!on) {
+      keepAlive = nullptr;
+    } else if (keepAlive == nullptr) {
+      keepAlive = keepAliveLoop(key).eagerlyEvaluate(nullptr);
+    }
+    return Status{};
   });
 }
 
 void ClientImpl::drop(uint64_t key) {
   if (onIoThread()) {
-    leases_.erase(key);
+    // A Lease destroyed in a loss callback: the caller may be iterating leases_
+    // (onDisconnected) or running this lease's keep-alive promise, so erase on a later turn.
+    kj::evalLater([this, key] { leases_.erase(key); }).detach([](kj::Exception&&) {});
     return;
   }
   if (!executor_ || !thread_.joinable()) return;
@@ -433,10 +470,7 @@ Status ClientImpl::status(SidecarStatus* out) {
 Lease::Lease(std::shared_ptr<LeaseState> state) : state_(std::move(state)) {}
 
 Lease::~Lease() {
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->released = true;  // no loss callback for a lease its owner lets go of
-  }
+  state_->markReleased();
   if (auto client = state_->client.lock()) client->drop(state_->key);
 }
 
@@ -466,6 +500,12 @@ Status Lease::renew(Millis ttl) {
   auto client = state_->client.lock();
   if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
   return client->renew(*state_, ttl);
+}
+
+Status Lease::setKeepAlive(bool on) {
+  auto client = state_->client.lock();
+  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  return client->setKeepAlive(*state_, on);
 }
 
 Status Lease::release() {

@@ -237,6 +237,11 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
                    ensureParents(again, level, restarts);
                  });
                }
+               if (res.code == zk::Code::kSessionExpired) {
+                 r->recreateOnConnect = true;  // the session listener starts it over
+                 return;
+               }
+               if (res.code == zk::Code::kClosing) return fail(*r, LeaseError::kShuttingDown);
                spdlog::error("cannot create lock parent for {}: {}", r->spec.name,
                              zk::codeName(res.code));
                fail(*r, LeaseError::kZkUnavailable);
@@ -338,16 +343,21 @@ void LockEngine::grant(Request& r) {
                       validity(r).valid});
 }
 
-// A held lease's node can be deleted by another path (an operator, a recovery tool): notice it.
+// A held lease's node can be deleted by another path (an operator, a recovery tool), or belong to
+// a session that is no longer ours: notice it. Armed at grant and again after every reconnect (a
+// watch set while disconnected never arrives at the server).
 void LockEngine::watchOwnNode(Request& r) {
   LeaseId id = r.id;
   uint32_t attempt = r.attempt;
   auto check = [this, id, attempt](zk::GetResult res) {
     Request* r = find(id, attempt);
-    if (r && r->state == State::kHeld && res.code == zk::Code::kNoNode &&
-        zk_.sessionState() == zk::SessionState::kConnected) {
+    if (!r || r->state != State::kHeld) return;
+    if (res.code == zk::Code::kNoNode) {
       lose(*r, LossReason::kReleasedElsewhere);
+    } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId()) {
+      lose(*r, LossReason::kSessionLost);
     }
+    // Connection loss: the reconnect arms it again.
   };
   zk_.getAndWatch(r.node, check, [this, id, attempt] {
     Request* r = find(id, attempt);
@@ -371,7 +381,12 @@ void LockEngine::lose(Request& r, LossReason reason) {
 }
 
 void LockEngine::fail(Request& r, LeaseError error) {
-  if (!r.node.empty()) deleteNode(r.node);
+  if (!r.node.empty()) {
+    deleteNode(r.node);
+  } else if (r.state == State::kCreating) {
+    // A create may be in flight or its answer lost: whatever it made, only the guid finds it.
+    deleteOrphansByGuid(r.lockPath, r.guid);
+  }
   auto done = std::move(r.done);
   erase(r.id);
   if (done) done(AcquireOutcome{error, 0, 0, Millis(0)});
@@ -500,6 +515,12 @@ void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::str
     }
     zk_.getChildren(lockPath, [this, alive, lockPath, guid](zk::ChildrenResult res) {
       if (!alive.lock()) return;
+      if (zk::isAmbiguous(res.code)) {
+        timer_.schedule(timer_.now() + config_.retryDelay, [this, alive, lockPath, guid] {
+          if (alive.lock()) deleteOrphansByGuid(lockPath, guid);
+        });
+        return;
+      }
       for (auto& child : res.children) {
         if (child.rfind(guid + kLockMarker, 0) == 0) deleteNode(lockPath + "/" + child);
       }
@@ -566,18 +587,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
 // After a reconnect: each held lease's node must still exist and belong to this session.
 void LockEngine::verifyHeldNodes() {
   for (auto& [id, r] : requests_) {
-    if (r->state != State::kHeld) continue;
-    LeaseId leaseId = id;
-    uint32_t attempt = r->attempt;
-    zk_.get(r->node, [this, leaseId, attempt](zk::GetResult got) {
-      Request* r = find(leaseId, attempt);
-      if (!r || r->state != State::kHeld) return;
-      if (got.code == zk::Code::kNoNode) {
-        lose(*r, LossReason::kReleasedElsewhere);
-      } else if (got.code == zk::Code::kOk && got.stat.ephemeralOwner != zk_.sessionId()) {
-        lose(*r, LossReason::kSessionLost);
-      }
-    });
+    if (r->state == State::kHeld) watchOwnNode(*r);
   }
 }
 

@@ -10,6 +10,11 @@ bool isValidLockName(std::string_view name) {
     std::string_view segment =
         name.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (segment.empty() || segment == "." || segment == "..") return false;
+    // A segment that looks like a queue node would sit in its parent lock's queue as a contender.
+    if (segment.find("__lock__") != std::string_view::npos ||
+        segment.find("__rlock__") != std::string_view::npos) {
+      return false;
+    }
     for (char c : segment) {
       bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                 c == '.' || c == '_' || c == '-';

@@ -10,7 +10,8 @@ namespace fencekeeper::engine {
 
 constexpr size_t kMaxLockNameBytes = 200;
 
-// `[A-Za-z0-9._-]` segments separated by '/', no empty, "." or ".." segment, at most 200 bytes.
+// `[A-Za-z0-9._-]` segments separated by '/', no empty, "." or ".." segment, at most 200 bytes,
+// and no segment containing "__lock__" or "__rlock__" (it would join its parent lock's queue).
 bool isValidLockName(std::string_view name);
 
 // A child of a lock's node that takes part in the queue: `<guid>__lock__<seq>` (or `__rlock__`,

@@ -55,7 +55,7 @@ int bindUnixSocket(const std::string& path, bool worldAccessible) {
 
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket(): ") + std::strerror(errno));
-  mode_t old = umask(worldAccessible ? 0 : 007);
+  mode_t old = umask(worldAccessible ? 0 : 0117);  // 0660 or 0777
   int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
   int bindErrno = errno;
   umask(old);

@@ -3,7 +3,7 @@
 // are copied and posted to the loop Executor, so every callback runs on the loop thread.
 //
 // When the session expires, the client closes the dead handle and opens a new session itself,
-// reporting kExpired, then kConnecting and kConnected with the new session id.
+// reporting kExpired, then kConnected with the new session id.
 // Owned by main; lives on the loop thread (construct, call and destroy it there).
 #pragma once
 

@@ -13,7 +13,7 @@
 namespace fencekeeper::zk {
 
 // The ZooKeeper outcomes the engine branches on; every C client return code maps to one of these
-// in zk_code.cc and nowhere else.
+// in real_zk_client.cc (mapCode) and nowhere else.
 enum class Code {
   kOk,
   kNoNode,

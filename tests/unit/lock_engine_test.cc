@@ -150,10 +150,13 @@ TEST_F(LockEngineTest, WaitTimeoutDeletesTheWaitersNode) {
 }
 
 TEST_F(LockEngineTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
-  acquire(a, "warmup");  // creates the parents
+  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
   server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
   auto p = acquire(a, "x");
   EXPECT_FALSE(p->outcome);
+  EXPECT_EQ(queue("x").size(), 1u);  // applied, answer lost
   timer.advance(Millis(100));
   settle();
   ASSERT_TRUE(p->granted());
@@ -191,6 +194,49 @@ TEST_F(LockEngineTest, WithdrawDuringAmbiguousCreateLeavesNoOrphan) {
   EXPECT_EQ(queue("x").size(), 1u);
   release(b, *holder);
   EXPECT_TRUE(queue("x").empty());
+}
+
+// Regression: a request that times out while its ambiguous create is still being recovered must
+// not leave the applied node behind to block the lock.
+TEST_F(LockEngineTest, TimeoutDuringAmbiguousCreateRecoveryLeavesNoOrphan) {
+  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
+  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
+  AcquireSpec spec;
+  spec.name = "x";
+  spec.wait = Millis(500);
+  std::optional<AcquireOutcome> outcome;
+  a.engine.acquire(spec, [&](AcquireOutcome o) { outcome = o; });
+  server.setDisconnected(a.zk, true);  // recovery cannot run...
+  settle();
+  timer.advance(Millis(500));  // ...before the wait runs out
+  settle();
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->error, LeaseError::kZkUnavailable);
+  EXPECT_EQ(queue("x").size(), 1u);  // the applied node, still there
+  server.setDisconnected(a.zk, false);
+  settle();
+  timer.advance(Millis(100));
+  settle();
+  EXPECT_TRUE(queue("x").empty());
+  EXPECT_TRUE(acquire(b, "x", Millis(0))->granted());
+}
+
+// Regression: the watch on a held lease's own node is armed again after a reconnect.
+TEST_F(LockEngineTest, NodeDeletedAfterAReconnectIsNoticed) {
+  auto holder = acquire(a, "x");
+  server.setDisconnected(a.zk, true);
+  settle();
+  server.setDisconnected(a.zk, false);
+  settle();
+  server.removeExternally(server.childrenOf("/fencekeeper/locks/x").size() == 1
+                              ? "/fencekeeper/locks/x/" + queue("x")[0]
+                              : "");
+  settle();
+  ASSERT_EQ(holder->losses.size(), 1u);
+  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
+  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kLost);
 }
 
 TEST_F(LockEngineTest, OrphanWithThisSidecarsPrefixIsSwept) {
@@ -367,9 +413,8 @@ TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
 
 TEST_F(LockEngineTest, ShutdownTellsHoldersAndDeletesEverything) {
   auto held = acquire(a, "x");
-  auto waiting = acquire(a, "y");
   auto other = acquire(b, "y");
-  (void)other;
+  auto waiting = acquire(a, "y");
   bool done = false;
   a.engine.shutdown([&] { done = true; });
   settle();
@@ -377,6 +422,9 @@ TEST_F(LockEngineTest, ShutdownTellsHoldersAndDeletesEverything) {
   ASSERT_EQ(held->losses.size(), 1u);
   EXPECT_EQ(held->losses[0], LossReason::kSidecarShutdown);
   EXPECT_TRUE(queue("x").empty());
+  ASSERT_TRUE(waiting->outcome);
+  EXPECT_EQ(waiting->outcome->error, LeaseError::kShuttingDown);
+  EXPECT_EQ(queue("y").size(), 1u);  // b's lease only
   EXPECT_EQ(acquire(a, "z")->outcome->error, LeaseError::kShuttingDown);
 }
 

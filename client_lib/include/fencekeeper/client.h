@@ -130,6 +130,8 @@ class Lease {
   Status renew(Millis ttl = Millis(0));
   // Tells keep-alive that the application is alive (see renewOnlyIfCheckedIn).
   void checkIn();
+  // Starts or stops keep-alive for this lease (AcquireOptions::keepAlive chose the start).
+  Status setKeepAlive(bool on);
   Status release();
 
  private:

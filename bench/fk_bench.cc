@@ -1,0 +1,809 @@
+// fk_bench: latency figures for fencekeeper on this machine, each next to a baseline measured in
+// the same run: a real standalone ZooKeeper (fsync on; forceSync=no reported separately), real
+// `fencekeeper` daemons and `fencectl`, all on loopback. See bench/README.md.
+//
+//   fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync] [--tsv FILE]
+//            [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]
+//
+// Every loop is bounded in count and time; every process started is stopped by PID.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/stats.h"
+#include "fencekeeper/client.h"
+#include "tests/support/child_process.h"
+#include "tests/support/sidecar_cluster.h"
+#include "tests/support/wait.h"
+
+#ifndef FK_BENCH_BUILD_TYPE
+#define FK_BENCH_BUILD_TYPE "unknown"
+#endif
+
+namespace fencekeeper::bench {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::ChildProcess;
+using testing::SidecarCluster;
+using testing::SidecarOptions;
+using testing::waitUntil;
+
+std::atomic<bool> g_stop{false};
+Clock::time_point g_deadline;  // the whole run's budget
+
+// ---- options ---------------------------------------------------------------------------------
+
+struct Options {
+  bool quick = false;
+  std::set<std::string> only;  // empty: everything
+  std::string tsv;
+  std::string sidecarLogLevel = "info";
+  int budgetSeconds = 200;
+  bool keepLogs = false;
+
+  bool want(const std::string& section) const { return only.empty() || only.count(section); }
+  // Sample counts: full, or a fraction for --quick (never below `floor`).
+  int count(int full, int floor = 10) const { return quick ? std::max(floor, full / 4) : full; }
+};
+
+// ---- bounded loops ---------------------------------------------------------------------------
+
+// A section's time cap, never past the run's budget.
+struct Cap {
+  Clock::time_point end;
+  explicit Cap(Clock::duration d) : end(std::min(Clock::now() + d, g_deadline)) {}
+  bool over() const { return g_stop.load() || Clock::now() >= end; }
+};
+
+inline void sink(uint64_t v) { asm volatile("" : : "r"(v) : "memory"); }
+
+// ---- raw Unix-socket ping-pong (baseline for 1) ------------------------------------------------
+
+constexpr size_t kPingBytes = 64;  // a token() call and its answer are each about this size
+
+bool writeAll(int fd, const char* p, size_t n) {
+  while (n) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+bool readAll(int fd, char* p, size_t n) {
+  while (n) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+sockaddr_un unixAddress(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+// `fk_bench --echo-server PATH`: a separate process (like the sidecar) that echoes one client.
+int echoServerMain(const std::string& path) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
+  int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  auto addr = unixAddress(path);
+  ::unlink(path.c_str());
+  if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(l, 1) != 0) {
+    std::perror("echo server");
+    return 1;
+  }
+  int c = ::accept(l, nullptr, nullptr);
+  if (c < 0) return 1;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(c, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (!writeAll(c, buf, static_cast<size_t>(n))) break;
+  }
+  ::close(c);
+  ::close(l);
+  ::unlink(path.c_str());
+  return 0;
+}
+
+class EchoPeer {
+ public:
+  EchoPeer(const std::string& selfExe, const std::string& dir) : path_(dir + "/echo.sock") {
+    process_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{selfExe, "--echo-server", path_}, dir + "/echo.log");
+    auto addr = unixAddress(path_);
+    bool ok = waitUntil(
+        [&] {
+          fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+          if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return true;
+          ::close(fd_);
+          fd_ = -1;
+          return false;
+        },
+        milliseconds(5000));
+    if (!ok) throw std::runtime_error("echo server did not start");
+  }
+  ~EchoPeer() {
+    if (fd_ >= 0) ::close(fd_);  // the server sees EOF and exits
+    if (process_) process_->wait(milliseconds(2000));
+  }
+  bool pingOnce() {
+    char msg[kPingBytes], buf[kPingBytes];
+    std::memset(msg, 'p', sizeof msg);
+    return writeAll(fd_, msg, sizeof msg) && readAll(fd_, buf, sizeof buf);
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<ChildProcess> process_;
+  int fd_ = -1;
+};
+
+// The same ping-pong done by an I/O thread on the caller's behalf, as the client library does
+// (the caller blocks while its I/O thread talks to the sidecar): isolates the thread hop.
+class HopThread {
+ public:
+  explicit HopThread(EchoPeer& peer) : peer_(peer), thread_([this] { run(); }) {}
+  ~HopThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      state_ = kQuit;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool call() {
+    std::unique_lock<std::mutex> lock(mu_);
+    state_ = kRequest;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return state_ == kDone; });
+    state_ = kIdle;
+    return ok_;
+  }
+
+ private:
+  enum State { kIdle, kRequest, kDone, kQuit };
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return state_ == kRequest || state_ == kQuit; });
+      if (state_ == kQuit) return;
+      lock.unlock();
+      bool ok = peer_.pingOnce();
+      lock.lock();
+      ok_ = ok;
+      state_ = kDone;
+      cv_.notify_all();
+    }
+  }
+  EchoPeer& peer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  State state_ = kIdle;
+  bool ok_ = true;
+  std::thread thread_;
+};
+
+// ---- the ZooKeeper C client, synchronous (baseline for 2) -------------------------------------
+
+class ZkSync {
+ public:
+  explicit ZkSync(const std::string& hosts) {
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    zh_ = zookeeper_init(hosts.c_str(), nullptr, 10000, nullptr, nullptr, 0);
+    if (!zh_) throw std::runtime_error("zookeeper_init failed");
+    if (!waitUntil([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, milliseconds(10000))) {
+      throw std::runtime_error("ZooKeeper session did not connect");
+    }
+  }
+  ~ZkSync() { zookeeper_close(zh_); }
+  ZkSync(const ZkSync&) = delete;
+  ZkSync& operator=(const ZkSync&) = delete;
+
+  void ensurePath(const std::string& path) {
+    for (size_t pos = 1; pos <= path.size(); ++pos) {
+      if (pos != path.size() && path[pos] != '/') continue;
+      std::string p = path.substr(0, pos);
+      int rc = zoo_create(zh_, p.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+      if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error("create " + p + ": " + zerror(rc));
+    }
+  }
+  // create(EPHEMERAL_SEQUENTIAL) with zoo_create2 (the Stat, hence czxid, comes back), as the
+  // sidecar does.
+  bool createSeq(const std::string& prefix, std::string* created) {
+    char buf[512];
+    ::Stat stat;
+    int rc = zoo_create2(zh_, prefix.c_str(), "bench", 5, &ZOO_OPEN_ACL_UNSAFE,
+                         ZOO_EPHEMERAL_SEQUENTIAL, buf, sizeof buf, &stat);
+    if (rc != ZOK) return false;
+    *created = buf;
+    return true;
+  }
+  bool children(const std::string& path) {
+    String_vector v{};
+    int rc = zoo_get_children(zh_, path.c_str(), 0, &v);
+    if (rc == ZOK) deallocate_String_vector(&v);
+    return rc == ZOK;
+  }
+  bool remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1) == ZOK; }
+
+ private:
+  zhandle_t* zh_ = nullptr;
+};
+
+// ZooKeeper's `mntr` counters (four-letter word over loopback TCP): how many requests a loop sent.
+std::map<std::string, long long> zkMntr(int port) {
+  std::map<std::string, long long> out;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      writeAll(fd, "mntr", 4)) {
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {  // "key<TAB>value"; some values hold spaces
+      auto tab = line.find('\t');
+      if (tab == std::string::npos) continue;
+      try {
+        out[line.substr(0, tab)] = std::stoll(line.substr(tab + 1));
+      } catch (...) {
+      }
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// ---- fencekeeper helpers ---------------------------------------------------------------------
+
+AcquireOptions leaseOptions(milliseconds wait, milliseconds ttl = milliseconds(30000)) {
+  AcquireOptions o;
+  o.wait = wait;
+  o.ttl = ttl;
+  o.keepAlive = false;  // no renew traffic in the measurements (TTLs are far longer than a run)
+  o.ownerLabel = "bench";
+  return o;
+}
+
+HolderInfo holderOf(Client& client, const std::string& name) {
+  HolderInfo info;
+  if (!client.holder(name, &info).ok()) info = HolderInfo{};
+  return info;
+}
+
+// Polls (1 ms) until the lock has at least `waiters` queued behind its holder, then gives the
+// waiter's sidecar a few ms to set its watch on the predecessor (getChildren, then getAndWatch).
+bool waitForWaiters(Client& client, const std::string& name, uint32_t waiters) {
+  bool queued = waitUntil([&] { return holderOf(client, name).waiters >= waiters; }, milliseconds(5000));
+  std::this_thread::sleep_for(milliseconds(5));
+  return queued;
+}
+
+// A waiter on its own thread: acquire(name, wait) and the time it returned.
+class Waiter {
+ public:
+  Waiter(Client& client, std::string name, milliseconds wait)
+      : thread_([this, &client, name = std::move(name), wait] {
+          lease_ = client.acquire(name, leaseOptions(wait), &status_);
+          grantedAt_ = Clock::now();
+        }) {}
+  ~Waiter() {
+    if (thread_.joinable()) thread_.join();
+  }
+  std::unique_ptr<Lease> join(Clock::time_point* grantedAt) {
+    thread_.join();
+    *grantedAt = grantedAt_;
+    return std::move(lease_);
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  std::unique_ptr<Lease> lease_;
+  Status status_;
+  Clock::time_point grantedAt_;
+  std::thread thread_;
+};
+
+std::vector<pid_t> childrenOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> out;
+  pid_t c;
+  while (in >> c) out.push_back(c);
+  return out;
+}
+
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+void progress(const char* fmt, const std::string& what) {
+  std::fprintf(stderr, fmt, what.c_str());
+  std::fflush(stderr);
+}
+
+std::string perSecond(double meanNs, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f %s/s", 1e9 / meanNs, unit);
+  return buf;
+}
+
+// ---- 1. RPC round trip -----------------------------------------------------------------------
+
+void benchRpc(const Options& opt, SidecarCluster& cluster, const std::string& selfExe,
+              Table& table) {
+  progress("[1] RPC round trip: %s\n", "raw ping-pong, thread hop, Lease::check()");
+  EchoPeer echo(selfExe, cluster.dir());
+  HopThread hop(echo);
+  auto client = cluster.connect(0);
+  Status s;
+  auto lease = client->acquire("bench-rpc", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
+  if (!lease) throw std::runtime_error("acquire bench-rpc: " + s.message);
+
+  Samples raw, hopped, check;
+  for (int i = 0; i < 500; ++i) {  // warm-up
+    echo.pingOnce();
+    hop.call();
+    lease->check();
+  }
+  // Interleaved rounds, so drift on a shared machine hits every series alike.
+  const int perSeries = opt.count(20000, 2000);
+  const int rounds = 5;
+  Cap cap(seconds(20));
+  for (int r = 0; r < rounds && !cap.over(); ++r) {
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) {
+      auto t0 = Clock::now();
+      bool ok = echo.pingOnce();
+      auto t1 = Clock::now();
+      ok ? raw.add(nsBetween(t0, t1)) : void(++raw.failures);
+    }
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) {
+      auto t0 = Clock::now();
+      bool ok = hop.call();
+      auto t1 = Clock::now();
+      ok ? hopped.add(nsBetween(t0, t1)) : void(++hopped.failures);
+    }
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) {
+      auto t0 = Clock::now();
+      Status st = lease->check();
+      auto t1 = Clock::now();
+      st.ok() ? check.add(nsBetween(t0, t1)) : void(++check.failures);
+    }
+  }
+  table.add("1a", "raw unix-socket ping-pong, 64 B (echo process)", raw);
+  table.add("1b", "  same, via an I/O thread (condvar hop)", hopped,
+            ratio(hopped.median(), raw.median(), "1a"));
+  table.add("1c", "Lease::check() (token() call to the sidecar)", check,
+            ratio(check.median(), raw.median(), "1a (median)") + ", " +
+                ratio(check.p99(), raw.p99(), "(p99)"));
+  lease->release();
+}
+
+// ---- 2. uncontended acquire+release ----------------------------------------------------------
+
+struct CycleResult {
+  Samples pair, create, remove, recipe, cycle, acquire, release;
+  double zkRequestsPerCycle = NAN, zkRequestsPerPair = NAN;
+};
+
+CycleResult runCycles(const Options& opt, SidecarCluster& cluster) {
+  CycleResult out;
+  ZkSync zk(cluster.zk().connectString());
+  const std::string parent = "/bench/baseline";
+  zk.ensurePath(parent);
+  const std::string prefix = parent + "/x__lock__";
+  auto client = cluster.connect(0);
+  const std::string name = "bench-cycle";
+  const int zkPort = cluster.zk().clientPort(0);
+
+  auto pairOnce = [&](CycleResult& r) {
+    std::string path;
+    auto t0 = Clock::now();
+    bool created = zk.createSeq(prefix, &path);
+    auto t1 = Clock::now();
+    bool ok = created && zk.remove(path);
+    auto t2 = Clock::now();
+    if (!ok) {
+      ++r.pair.failures;
+      return;
+    }
+    r.pair.add(nsBetween(t0, t2));
+    r.create.add(nsBetween(t0, t1));
+    r.remove.add(nsBetween(t1, t2));
+  };
+  auto recipeOnce = [&](Samples& s) {
+    std::string path;
+    auto t0 = Clock::now();
+    bool ok = zk.createSeq(prefix, &path) && zk.children(parent) && zk.remove(path);
+    auto t1 = Clock::now();
+    ok ? s.add(nsBetween(t0, t1)) : void(++s.failures);
+  };
+  auto cycleOnce = [&](CycleResult& r) {
+    Status s;
+    auto t0 = Clock::now();
+    auto lease = client->acquire(name, leaseOptions(milliseconds(0)), &s);
+    auto t1 = Clock::now();
+    if (!lease) {
+      ++r.cycle.failures;
+      return;
+    }
+    Status rel = lease->release();
+    auto t2 = Clock::now();
+    if (!rel.ok()) {
+      ++r.cycle.failures;
+      return;
+    }
+    r.acquire.add(nsBetween(t0, t1));
+    r.release.add(nsBetween(t1, t2));
+    r.cycle.add(nsBetween(t0, t2));
+  };
+
+  Samples scratch;
+  CycleResult warm;
+  for (int i = 0; i < 30; ++i) {  // warm-up (also creates the lock's parents)
+    pairOnce(warm);
+    recipeOnce(scratch);
+    cycleOnce(warm);
+  }
+  const int perSeries = opt.count(400, 60);
+  const int rounds = 4;
+  Cap cap(seconds(opt.quick ? 15 : 40));
+  long long pairPackets = 0, cyclePackets = 0;
+  for (int r = 0; r < rounds && !cap.over(); ++r) {
+    auto before = zkMntr(zkPort)["zk_packets_received"];
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) pairOnce(out);
+    auto mid = zkMntr(zkPort)["zk_packets_received"];
+    pairPackets += mid - before;
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) recipeOnce(out.recipe);
+    auto mid2 = zkMntr(zkPort)["zk_packets_received"];
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) cycleOnce(out);
+    auto after = zkMntr(zkPort)["zk_packets_received"];
+    cyclePackets += after - mid2;
+  }
+  // Each mntr connection itself counts one packet; session pings and the sidecars' heartbeats
+  // (a sync every 500 ms each) add a few more: these are upper bounds, good to +-0.1.
+  if (out.pair.n()) out.zkRequestsPerPair = double(pairPackets) / double(out.pair.n());
+  if (out.cycle.n()) out.zkRequestsPerCycle = double(cyclePackets) / double(out.cycle.n());
+  return out;
+}
+
+void reportCycles(const CycleResult& r, const std::string& suffix, const std::string& zkLabel,
+                  Table& table) {
+  char reqs[64];
+  std::snprintf(reqs, sizeof reqs, "%.1f ZK requests/pair", r.zkRequestsPerPair);
+  table.add("2a" + suffix, "ZK C client sync create(E_SEQ)+delete " + zkLabel, r.pair,
+            perSecond(r.pair.mean(), "pairs") + ", " + reqs + "; create " +
+                human(r.create.median()) + " + delete " + human(r.remove.median()));
+  table.add("2b" + suffix, "  same + getChildren (the recipe's minimum)", r.recipe,
+            ratio(r.recipe.median(), r.pair.median(), "2a"));
+  std::snprintf(reqs, sizeof reqs, "%.1f ZK requests/cycle", r.zkRequestsPerCycle);
+  table.add("2c" + suffix, "fencekeeper acquire+release, uncontended", r.cycle,
+            ratio(r.cycle.median(), r.pair.median(), "2a") + ", " +
+                perSecond(r.cycle.mean(), "cycles") + ", " + reqs);
+  table.add("2d" + suffix, "  of which acquire() (wait 0)", r.acquire);
+  table.add("2e" + suffix, "  of which release()", r.release);
+}
+
+// ---- 3. hand-over between sidecars -------------------------------------------------------------
+
+struct HandoverResult {
+  Samples handover, releaseCall;
+};
+
+HandoverResult runHandovers(SidecarCluster& cluster, size_t a, size_t b, int n,
+                            Clock::duration budget, const std::string& name) {
+  HandoverResult out;
+  auto ca = cluster.connect(a);
+  auto cb = cluster.connect(b);
+  Cap cap(budget);
+  for (int i = 0; i < n && !cap.over(); ++i) {
+    // Alternate directions: A -> B, then B -> A.
+    Client& holderClient = (i % 2 == 0) ? *ca : *cb;
+    Client& waiterClient = (i % 2 == 0) ? *cb : *ca;
+    Status s;
+    auto held = holderClient.acquire(name, leaseOptions(milliseconds(2000)), &s);
+    if (!held) {
+      ++out.handover.failures;
+      continue;
+    }
+    Waiter waiter(waiterClient, name, milliseconds(10000));
+    if (!waitForWaiters(holderClient, name, 1)) {
+      ++out.handover.failures;
+      held->release();
+      Clock::time_point ignored;
+      waiter.join(&ignored);
+      continue;
+    }
+    auto t0 = Clock::now();
+    Status rel = held->release();
+    auto t1 = Clock::now();
+    Clock::time_point grantedAt;
+    auto granted = waiter.join(&grantedAt);
+    if (!rel.ok() || !granted) {
+      ++out.handover.failures;
+      continue;
+    }
+    out.handover.add(nsBetween(t0, grantedAt));
+    out.releaseCall.add(nsBetween(t0, t1));
+    granted->release();
+  }
+  return out;
+}
+
+// ---- 4. hand-over after SIGKILL of the holder's process ----------------------------------------
+
+Samples runKillHandovers(SidecarCluster& cluster, size_t holderSidecar, size_t standbySidecar,
+                         int n, Clock::duration budget, const std::string& name) {
+  Samples out;
+  auto standby = cluster.connect(standbySidecar);
+  Cap cap(budget);
+  for (int i = 0; i < n && !cap.over(); ++i) {
+    auto holder = cluster.fencectl(holderSidecar, {"lock", name, "--ttl", "30s", "--owner",
+                                                   "bench-victim", "--", "sleep", "60"});
+    bool held = waitUntil(
+        [&] {
+          auto info = holderOf(*standby, name);
+          return info.held && info.ownerLabel == "bench-victim";
+        },
+        milliseconds(10000));
+    // fencectl spawns `sleep` in a process group of its own, after the grant: find it by PID
+    // now, so it can be killed once its parent is gone.
+    std::vector<pid_t> kids;
+    waitUntil([&] { return !(kids = childrenOf(holder->pid())).empty(); }, milliseconds(3000));
+    if (!held) {
+      ++out.failures;
+      for (pid_t k : kids) ::kill(k, SIGKILL);
+      continue;
+    }
+    Waiter waiter(*standby, name, milliseconds(10000));
+    bool queued = waitForWaiters(*standby, name, 1);
+    auto t0 = Clock::now();
+    holder->signal(SIGKILL);
+    Clock::time_point grantedAt;
+    auto granted = waiter.join(&grantedAt);
+    for (pid_t k : kids) ::kill(k, SIGKILL);
+    holder->wait(milliseconds(2000));
+    if (!queued || !granted) {
+      ++out.failures;
+      continue;
+    }
+    out.add(nsBetween(t0, grantedAt));
+    granted->release();
+  }
+  return out;
+}
+
+// ---- 5. local validity check -------------------------------------------------------------------
+
+void benchValidFor(const Options& opt, SidecarCluster& cluster, Table& table) {
+  progress("[5] local checks: %s\n", "Lease::validFor(), token(), steady_clock::now()");
+  auto client = cluster.connect(0);
+  Status s;
+  auto lease = client->acquire("bench-valid", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
+  if (!lease) throw std::runtime_error("acquire bench-valid: " + s.message);
+  const int batch = opt.quick ? 50000 : 200000;
+  const int batches = 11;
+  auto perOp = [&](auto&& op) {
+    Samples perBatch;
+    Cap cap(seconds(10));
+    for (int b = 0; b < batches && !cap.over(); ++b) {
+      auto t0 = Clock::now();
+      for (int i = 0; i < batch; ++i) sink(op());
+      auto t1 = Clock::now();
+      perBatch.add(nsBetween(t0, t1) / batch);
+    }
+    return perBatch.median();
+  };
+  double clockNs = perOp([] { return uint64_t(Clock::now().time_since_epoch().count()); });
+  double validNs = perOp([&] { return uint64_t(lease->validFor().count()); });
+  double tokenNs = perOp([&] { return lease->token(); });
+  double lostNs = perOp([&] { return uint64_t(lease->lost()); });
+  size_t n = size_t(batch) * batches;
+  table.addFigure("5a", "Lease::validFor() per call (no round trip)", n, validNs,
+                  ratio(validNs, clockNs, "5b"));
+  table.addFigure("5b", "  baseline: steady_clock::now()", n, clockNs);
+  table.addFigure("5c", "Lease::token() per call", n, tokenNs);
+  table.addFigure("5d", "Lease::lost() per call", n, lostNs);
+  lease->release();
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+SidecarCluster& startCluster(std::unique_ptr<SidecarCluster>& holder, bool forceSync,
+                             const Options& opt, size_t sidecars) {
+  devzk::ZkServerOptions zo;
+  zo.forceSync = forceSync;
+  zo.javaHeap = "256m";
+  holder = std::make_unique<SidecarCluster>(zo);
+  for (size_t i = 0; i < sidecars; ++i) {
+    SidecarOptions so;
+    so.extraArgs = {"--log-level", opt.sidecarLogLevel};
+    holder->startSidecar(so);
+  }
+  progress("    cluster in %s\n", holder->dir());
+  return *holder;
+}
+
+int run(const Options& opt, const std::string& selfExe) {
+  auto started = Clock::now();
+  g_deadline = started + seconds(opt.budgetSeconds);
+  utsname u{};
+  ::uname(&u);
+  std::printf("fk_bench: build %s, kernel %s, %u cpus, loadavg at start %s\n", FK_BENCH_BUILD_TYPE,
+              u.release, std::thread::hardware_concurrency(), loadAverage().c_str());
+  std::printf("ZooKeeper standalone on 127.0.0.1 (Debian 3.8.0, tickTime 200 ms), sidecars with "
+              "--session-timeout 2s --log-level %s; %s\n",
+              opt.sidecarLogLevel.c_str(), opt.quick ? "--quick sample counts" : "full sample counts");
+  std::fflush(stdout);
+  Table table;
+
+  bool fsyncWork = opt.want("rpc") || opt.want("cycle") || opt.want("handover") ||
+                   opt.want("kill") || opt.want("valid");
+  if (fsyncWork) {
+    progress("starting ZooKeeper (%s) and two sidecars\n", "fsync on");
+    std::unique_ptr<SidecarCluster> owned;
+    SidecarCluster& cluster = startCluster(owned, true, opt, 2);
+
+    if (opt.want("rpc") && !g_stop) benchRpc(opt, cluster, selfExe, table);
+
+    if (opt.want("cycle") && !g_stop) {
+      progress("[2] acquire+release vs %s\n", "ZK C client create+delete (fsync on)");
+      reportCycles(runCycles(opt, cluster), "", "(fsync)", table);
+    }
+    if (opt.want("handover") && !g_stop) {
+      progress("[3] hand-over %s\n", "A->B and B->A, release call to grant");
+      int n = opt.count(120, 30);
+      auto cross = runHandovers(cluster, 0, 1, n, seconds(opt.quick ? 15 : 40), "bench-handover");
+      table.add("3a", "hand-over between sidecars: release() -> grant", cross.handover);
+      table.add("3b", "  the holder's release() call alone", cross.releaseCall);
+      auto same = runHandovers(cluster, 0, 0, opt.count(100, 20), seconds(opt.quick ? 10 : 25),
+                               "bench-handover-local");
+      table.add("3c", "hand-over, both on one sidecar: release() -> grant", same.handover);
+    }
+    if (opt.want("kill") && !g_stop) {
+      progress("[4] %s\n", "SIGKILL of a `fencectl lock --ttl 30s -- sleep 60` holder");
+      int n = opt.count(24, 20);
+      auto cross = runKillHandovers(cluster, 0, 1, n, seconds(opt.quick ? 20 : 40), "bench-kill");
+      table.add("4a", "SIGKILL holder (sidecar A) -> standby on B granted", cross,
+                "mean " + human(cross.mean()) + "; goal: well under 1 s");
+      auto same = runKillHandovers(cluster, 0, 0, n, seconds(opt.quick ? 20 : 40), "bench-kill-local");
+      table.add("4b", "SIGKILL holder -> standby on the same sidecar", same,
+                "mean " + human(same.mean()));
+    }
+    if (opt.want("valid") && !g_stop) benchValidFor(opt, cluster, table);
+    progress("stopping ZooKeeper and sidecars%s\n", "");
+  }
+
+  if (opt.want("nosync") && !g_stop) {
+    progress("starting ZooKeeper (%s) and two sidecars\n", "-Dzookeeper.forceSync=no");
+    std::unique_ptr<SidecarCluster> owned;
+    SidecarCluster& cluster = startCluster(owned, false, opt, 2);
+    progress("[2/3 nosync] %s\n", "acquire+release and hand-over without fsync");
+    reportCycles(runCycles(opt, cluster), "-ns", "(no fsync)", table);
+    auto cross = runHandovers(cluster, 0, 1, opt.count(100, 30), seconds(opt.quick ? 10 : 25),
+                              "bench-handover");
+    table.add("3a-ns", "hand-over between sidecars (no fsync)", cross.handover);
+  }
+
+  std::printf("\n");
+  table.print(stdout);
+  std::printf("\nwall time %.1f s; loadavg at end %s%s\n",
+              nsBetween(started, Clock::now()) / 1e9, loadAverage().c_str(),
+              g_stop ? " (INTERRUPTED)" : "");
+  if (!opt.tsv.empty()) {
+    if (FILE* f = std::fopen(opt.tsv.c_str(), "w")) {
+      table.printTsv(f);
+      std::fclose(f);
+    }
+  }
+  return g_stop ? 130 : 0;
+}
+
+void onSignal(int) { g_stop = true; }
+
+int usage(const char* msg) {
+  std::fprintf(stderr,
+               "%s\nusage: fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync] "
+               "[--tsv FILE] [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]\n",
+               msg);
+  return 2;
+}
+
+}  // namespace
+}  // namespace fencekeeper::bench
+
+int main(int argc, char** argv) {
+  using namespace fencekeeper::bench;
+  if (argc == 3 && std::string(argv[1]) == "--echo-server") return echoServerMain(argv[2]);
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (a == "--quick") {
+        opt.quick = true;
+      } else if (a == "--only") {
+        std::stringstream list(value());
+        std::string item;
+        while (std::getline(list, item, ',')) opt.only.insert(item);
+      } else if (a == "--tsv") {
+        opt.tsv = value();
+      } else if (a == "--sidecar-log-level") {
+        opt.sidecarLogLevel = value();
+      } else if (a == "--budget") {
+        opt.budgetSeconds = std::stoi(value());
+      } else if (a == "--keep-logs") {
+        opt.keepLogs = true;
+      } else {
+        return usage(("unknown argument " + a).c_str());
+      }
+    } catch (const std::exception& e) {
+      return usage(e.what());
+    }
+  }
+  if (opt.keepLogs) ::setenv("FK_KEEP_TEST_LOGS", "1", 1);
+  struct sigaction sa{};
+  sa.sa_handler = onSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  char self[4096];
+  ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) return usage("cannot read /proc/self/exe");
+  self[len] = '\0';
+  try {
+    return run(opt, self);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fk_bench: %s\n", e.what());
+    return 1;
+  }
+}

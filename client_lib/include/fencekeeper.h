@@ -1,0 +1,184 @@
+/* fencekeeper C ABI: fenced leases from the pod's sidecar, for C and for every language with a C
+ * FFI (Python ctypes, Go cgo, Rust, Java FFM). Link with -lfencekeeper (libfencekeeper.so).
+ *
+ * LOSS IS FATAL TO THE WORK IN HAND. When a lease is lost (its TTL passed without a renew, the
+ * sidecar lost or cannot vouch for its ZooKeeper session, the sidecar stopped, the connection to
+ * the sidecar dropped), another process may already hold the lock with a larger token. Stop the
+ * work at once; storage that checks fencing tokens rejects what a stale holder still sends.
+ *
+ * Calls. Every function may be called from any thread, concurrently, with two exceptions: a
+ * handle must not be used, by any thread, once fk_client_close() or fk_lease_free() was called
+ * on it; and those two must not run while another call on the same handle is in progress.
+ * Functions returning int return FK_OK (0) or an fk_error_code, and fill `*err` when `err` is
+ * not NULL (code FK_OK and an empty message on success). No C++ exception crosses this ABI.
+ *
+ * Loss callbacks run on the client's I/O thread, one per client. Keep them short and do not block
+ * there: nothing else of that client (keep-alive, other callbacks, answers) runs meanwhile. From a
+ * callback, every function that talks to the sidecar returns FK_ERR_WRONG_THREAD instead of
+ * deadlocking; the local getters, fk_lease_check_in(), fk_lease_free() and fk_client_close() work
+ * (the last two finish their work after the callback returns).
+ *
+ * Keep-alive renews a lease every ttl/3 from the I/O thread while the process lives. With
+ * renew_only_if_checked_in it renews only if fk_lease_check_in() was called since the previous
+ * renew, so a hung application loses its lease instead of being kept alive by a healthy thread.
+ *
+ * Ownership:
+ *   - fk_client: created by fk_connect(), freed by fk_client_close() (NULL is a no-op).
+ *   - fk_lease: created by fk_acquire(), freed by fk_lease_free() (NULL is a no-op), which also
+ *     releases the lease if still held. A lease may outlive its client: fk_client_close()
+ *     releases every lease still held through it (the sidecar drops them with the connection,
+ *     without calling their loss callback); their handles must still be freed, and until then
+ *     their local getters report a released lease and their other calls fail with
+ *     FK_ERR_SIDECAR_UNAVAILABLE.
+ *   - Strings passed in (socket path, lock name, owner label) are copied before the call
+ *     returns: the caller keeps ownership.
+ *   - Strings returned by fk_error_name() and fk_loss_reason_name() are static. The string
+ *     returned by fk_lease_name() lives as long as its lease handle. fk_error and fk_holder_info
+ *     are caller-allocated structs that the library fills in (fixed-size, NUL-terminated text).
+ *   - `user_data` is the caller's: the library only passes it to on_lost. It must stay valid
+ *     until fk_lease_free() returns (or fk_acquire() failed).
+ */
+#ifndef FENCEKEEPER_H_
+#define FENCEKEEPER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(FK_BUILDING_LIBRARY)
+#define FK_EXPORT __attribute__((visibility("default")))
+#else
+#define FK_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Outcomes: the sidecar's schema (ipc/fencekeeper.capnp, enum Error) plus the client's own. */
+typedef enum fk_error_code {
+  FK_OK = 0,
+  FK_ERR_INVALID_NAME = 1,        /* lock name malformed; do not retry as is */
+  FK_ERR_INVALID_ARGUMENT = 2,    /* e.g. TTL out of the sidecar's bounds, owner label too long */
+  FK_ERR_TIMED_OUT = 3,           /* not granted within wait_ms (wait_ms 0: held by someone else) */
+  FK_ERR_NOT_HELD = 4,            /* the lease was released already */
+  FK_ERR_EXPIRED = 5,             /* the TTL ran out before a renew: lost; acquire again */
+  FK_ERR_LOST = 6,                /* lost another way (see fk_loss_reason) */
+  FK_ERR_ZK_UNAVAILABLE = 7,      /* the sidecar cannot reach ZooKeeper now: retry later */
+  FK_ERR_SHUTTING_DOWN = 8,       /* the sidecar is stopping */
+  FK_ERR_LIMIT_REACHED = 9,       /* too many leases or waiters on this sidecar or connection */
+  FK_ERR_INTERNAL = 10,           /* a bug: report it */
+  FK_ERR_SIDECAR_UNAVAILABLE = 100, /* cannot connect, the connection dropped, client closed */
+  FK_ERR_WRONG_THREAD = 101       /* called from a loss callback, on the client's I/O thread */
+} fk_error_code;
+
+/* Why a lease was lost (the `reason` of on_lost). */
+typedef enum fk_loss_reason {
+  FK_LOSS_TTL_EXPIRED = 0,        /* not renewed in time */
+  FK_LOSS_SESSION_LOST = 1,       /* the sidecar's ZooKeeper session expired */
+  FK_LOSS_SESSION_UNCERTAIN = 2,  /* the sidecar cannot prove its session is alive */
+  FK_LOSS_SIDECAR_SHUTDOWN = 3,   /* the sidecar is stopping */
+  FK_LOSS_RELEASED_ELSEWHERE = 4, /* the lock node was deleted by another path */
+  FK_LOSS_CONNECTION_LOST = 100,  /* this client's connection to the sidecar dropped */
+  FK_LOSS_RENEW_FAILED = 101      /* a keep-alive renew was answered with an error */
+} fk_loss_reason;
+
+#define FK_MESSAGE_MAX 256
+
+typedef struct fk_error {
+  int code;                       /* an fk_error_code */
+  char message[FK_MESSAGE_MAX];   /* for people; NUL-terminated, truncated to fit */
+} fk_error;
+
+typedef struct fk_client fk_client;
+typedef struct fk_lease fk_lease;
+
+/* Called once, on the client's I/O thread, when a lease is lost (never after its owner released
+ * or freed it). `reason` is an fk_loss_reason. */
+typedef void (*fk_lost_fn)(void* user_data, uint64_t token, int reason);
+
+/* Options of fk_acquire(). Fill with fk_acquire_options_init(), then change fields: `size` lets
+ * a newer library accept the struct of an older caller (missing fields take their defaults) and
+ * refuse options it does not know (FK_ERR_INVALID_ARGUMENT when bytes past its own struct are
+ * not zero). */
+typedef struct fk_acquire_options {
+  size_t size;                  /* sizeof(fk_acquire_options) */
+  uint32_t ttl_ms;              /* the lease's TTL; default 30000 (0 also means 30000) */
+  uint32_t wait_ms;             /* how long to queue for the lock; default 0: try once */
+  const char* owner_label;      /* shown by holder queries; default NULL (none); copied */
+  int keep_alive;               /* renew every ttl/3 from the I/O thread; default 1 */
+  int renew_only_if_checked_in; /* keep-alive renews only after fk_lease_check_in(); default 0 */
+  int exit_on_loss;             /* on loss, print a line to stderr and _exit(70); default 0 */
+  fk_lost_fn on_lost;           /* default NULL */
+  void* user_data;              /* passed to on_lost */
+} fk_acquire_options;
+
+#define FK_OWNER_LABEL_MAX 256
+
+typedef struct fk_holder_info {
+  size_t size;                  /* set to sizeof(fk_holder_info) before the call */
+  int held;
+  uint64_t token;               /* the holder's fencing token (its node's czxid) */
+  char owner_label[FK_OWNER_LABEL_MAX + 1]; /* NUL-terminated; truncated (only a holder outside
+                                               fencekeeper, e.g. kazoo, can have a longer one) */
+  int64_t since_unix_ms;        /* grant time if this sidecar holds it, else the node's ctime */
+  uint32_t waiters;             /* contenders queued behind the holder, from any client */
+  int this_sidecar;             /* held through this sidecar's ZooKeeper session */
+} fk_holder_info;
+
+/* Connects to the sidecar's socket: `socket_path`, or when NULL $FENCEKEEPER_SOCKET, else
+ * /run/fencekeeper/fencekeeper.sock. Starts the client's I/O thread. */
+FK_EXPORT int fk_connect(const char* socket_path, fk_client** out, fk_error* err);
+
+/* Closes the connection and joins the I/O thread; releases the leases still held through it. */
+FK_EXPORT void fk_client_close(fk_client* client);
+
+FK_EXPORT void fk_acquire_options_init(fk_acquire_options* options);
+
+/* Queues for the lock `name` and blocks until it is granted (FK_OK, `*out` set), wait_ms passed
+ * (FK_ERR_TIMED_OUT), or an error. `options` NULL: the defaults. On failure `*out` is NULL. */
+FK_EXPORT int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,
+                         fk_lease** out, fk_error* err);
+
+/* The lock's name; valid until fk_lease_free(). */
+FK_EXPORT const char* fk_lease_name(const fk_lease* lease);
+
+/* The fencing token: send it with every request to storage. */
+FK_EXPORT uint64_t fk_lease_token(const fk_lease* lease);
+
+/* How long the lease is known valid from now, from the sidecar's last answer (counted from when
+ * that request was sent); 0 once lost, released or past. Local: no round trip. */
+FK_EXPORT int64_t fk_lease_valid_for_ms(const fk_lease* lease);
+
+/* 1 once the lease was lost (the loss callback has been or is being called), else 0. */
+FK_EXPORT int fk_lease_lost(const fk_lease* lease);
+
+/* Asks the sidecar: the token and how long the lease stays valid (either pointer may be NULL). */
+FK_EXPORT int fk_lease_check(fk_lease* lease, uint64_t* token, int64_t* valid_ms, fk_error* err);
+
+/* Extends the lease to ttl_ms from now (0: the TTL it was acquired with). */
+FK_EXPORT int fk_lease_renew(fk_lease* lease, uint32_t ttl_ms, fk_error* err);
+
+/* Tells keep-alive that the application is alive (see renew_only_if_checked_in). */
+FK_EXPORT void fk_lease_check_in(fk_lease* lease);
+
+/* Starts (on != 0) or stops keep-alive for this lease. */
+FK_EXPORT int fk_lease_set_keep_alive(fk_lease* lease, int on, fk_error* err);
+
+/* Releases the lease: the next in line gets the lock. The handle stays to be freed. */
+FK_EXPORT int fk_lease_release(fk_lease* lease, fk_error* err);
+
+/* Releases the lease if still held, and frees the handle. */
+FK_EXPORT void fk_lease_free(fk_lease* lease);
+
+/* Who holds the lock `name`, through any sidecar or a kazoo client. Set out->size first. */
+FK_EXPORT int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error* err);
+
+/* Names for logs, e.g. "timed out", "ttl expired"; static strings ("unknown ..." otherwise). */
+FK_EXPORT const char* fk_error_name(int code);
+FK_EXPORT const char* fk_loss_reason_name(int reason);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FENCEKEEPER_H_ */

@@ -1,0 +1,258 @@
+// The C ABI (fencekeeper.h) over the C++ client: handles own the C++ objects, every entry point
+// catches everything, and codes pass through unchanged (the enums share their values).
+#define FK_BUILDING_LIBRARY
+#include "fencekeeper.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "fencekeeper/client.h"
+
+struct fk_client {
+  std::unique_ptr<fencekeeper::Client> client;
+};
+
+struct fk_lease {
+  std::unique_ptr<fencekeeper::Lease> lease;
+};
+
+namespace {
+
+using fencekeeper::ErrorCode;
+using fencekeeper::LossReason;
+using fencekeeper::Millis;
+using fencekeeper::Status;
+
+static_assert(FK_OK == static_cast<int>(ErrorCode::kOk));
+static_assert(FK_ERR_INVALID_NAME == static_cast<int>(ErrorCode::kInvalidName));
+static_assert(FK_ERR_INVALID_ARGUMENT == static_cast<int>(ErrorCode::kInvalidArgument));
+static_assert(FK_ERR_TIMED_OUT == static_cast<int>(ErrorCode::kTimedOut));
+static_assert(FK_ERR_NOT_HELD == static_cast<int>(ErrorCode::kNotHeld));
+static_assert(FK_ERR_EXPIRED == static_cast<int>(ErrorCode::kExpired));
+static_assert(FK_ERR_LOST == static_cast<int>(ErrorCode::kLost));
+static_assert(FK_ERR_ZK_UNAVAILABLE == static_cast<int>(ErrorCode::kZkUnavailable));
+static_assert(FK_ERR_SHUTTING_DOWN == static_cast<int>(ErrorCode::kShuttingDown));
+static_assert(FK_ERR_LIMIT_REACHED == static_cast<int>(ErrorCode::kLimitReached));
+static_assert(FK_ERR_INTERNAL == static_cast<int>(ErrorCode::kInternal));
+static_assert(FK_ERR_SIDECAR_UNAVAILABLE == static_cast<int>(ErrorCode::kSidecarUnavailable));
+static_assert(FK_ERR_WRONG_THREAD == static_cast<int>(ErrorCode::kWrongThread));
+static_assert(FK_LOSS_TTL_EXPIRED == static_cast<int>(LossReason::kTtlExpired));
+static_assert(FK_LOSS_SESSION_LOST == static_cast<int>(LossReason::kSessionLost));
+static_assert(FK_LOSS_SESSION_UNCERTAIN == static_cast<int>(LossReason::kSessionUncertain));
+static_assert(FK_LOSS_SIDECAR_SHUTDOWN == static_cast<int>(LossReason::kSidecarShutdown));
+static_assert(FK_LOSS_RELEASED_ELSEWHERE == static_cast<int>(LossReason::kReleasedElsewhere));
+static_assert(FK_LOSS_CONNECTION_LOST == static_cast<int>(LossReason::kConnectionLost));
+static_assert(FK_LOSS_RENEW_FAILED == static_cast<int>(LossReason::kRenewFailed));
+
+constexpr uint32_t kDefaultTtlMs = 30'000;
+
+// Set while a loss callback runs: the thread is a client's I/O thread, which cannot join itself.
+thread_local bool inLossCallback = false;
+
+// Copies `text` into `out[size]`, NUL-terminated, cut at a UTF-8 character boundary.
+void copyText(const std::string& text, char* out, size_t size) {
+  size_t n = std::min(text.size(), size - 1);
+  if (n < text.size()) {
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  }
+  std::memcpy(out, text.data(), n);
+  out[n] = '\0';
+}
+
+int report(fk_error* err, int code, const std::string& message = {}) {
+  if (err) {
+    err->code = code;
+    copyText(code == FK_OK || !message.empty() ? message : fk_error_name(code), err->message,
+             sizeof(err->message));
+  }
+  return code;
+}
+
+int report(fk_error* err, const Status& status) {
+  return report(err, static_cast<int>(status.code), status.message);
+}
+
+// Runs `body` (returning an int code) so that no exception leaves the library.
+template <typename Body>
+int guarded(fk_error* err, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return report(err, FK_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return report(err, FK_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+// Reads the caller's `size`-byte options over the defaults (see fk_acquire_options::size).
+bool readOptions(const fk_acquire_options* in, fk_acquire_options* out) {
+  fk_acquire_options_init(out);
+  if (!in) return true;
+  if (in->size < sizeof(in->size)) return false;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (size_t i = sizeof(*out); i < in->size; ++i) {
+    if (bytes[i] != 0) return false;
+  }
+  std::memcpy(out, in, std::min(in->size, sizeof(*out)));
+  out->size = sizeof(*out);
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+int fk_connect(const char* socket_path, fk_client** out, fk_error* err) {
+  return guarded(err, [&] {
+    if (!out) return report(err, FK_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    Status status;
+    auto client = fencekeeper::Client::connect(
+        socket_path ? socket_path : fencekeeper::defaultSocketPath(), &status);
+    if (!client) return report(err, status);
+    *out = new fk_client{std::move(client)};
+    return report(err, FK_OK);
+  });
+}
+
+void fk_client_close(fk_client* client) {
+  guarded(nullptr, [&] {
+    std::unique_ptr<fk_client> owned(client);
+    if (owned && inLossCallback) {
+      // Stopping a client joins its I/O thread, which is this one: finish once it returns.
+      std::thread([owned = std::move(owned)] {}).detach();
+    }
+    return FK_OK;
+  });
+}
+
+void fk_acquire_options_init(fk_acquire_options* options) {
+  if (!options) return;
+  *options = fk_acquire_options{};
+  options->size = sizeof(*options);
+  options->ttl_ms = kDefaultTtlMs;
+  options->keep_alive = 1;
+}
+
+int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,
+               fk_lease** out, fk_error* err) {
+  return guarded(err, [&] {
+    if (out) *out = nullptr;
+    if (!client || !name || !out) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "client, name and out must not be NULL");
+    }
+    fk_acquire_options o;
+    if (!readOptions(options, &o)) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "fk_acquire_options: unknown size or fields");
+    }
+    fencekeeper::AcquireOptions cpp;
+    cpp.ttl = Millis(o.ttl_ms == 0 ? kDefaultTtlMs : o.ttl_ms);
+    cpp.wait = Millis(o.wait_ms);
+    if (o.owner_label) cpp.ownerLabel = o.owner_label;
+    cpp.keepAlive = o.keep_alive != 0;
+    cpp.renewOnlyIfCheckedIn = o.renew_only_if_checked_in != 0;
+    cpp.exitOnLoss = o.exit_on_loss != 0;
+    if (o.on_lost) {
+      cpp.onLost = [fn = o.on_lost, userData = o.user_data](uint64_t token, LossReason reason) {
+        inLossCallback = true;
+        fn(userData, token, static_cast<int>(reason));
+        inLossCallback = false;
+      };
+    }
+    Status status;
+    auto lease = client->client->acquire(name, cpp, &status);
+    if (!lease) return report(err, status);
+    *out = new fk_lease{std::move(lease)};
+    return report(err, FK_OK);
+  });
+}
+
+const char* fk_lease_name(const fk_lease* lease) {
+  return lease ? lease->lease->name().c_str() : "";
+}
+
+uint64_t fk_lease_token(const fk_lease* lease) { return lease ? lease->lease->token() : 0; }
+
+int64_t fk_lease_valid_for_ms(const fk_lease* lease) {
+  return lease ? lease->lease->validFor().count() : 0;
+}
+
+int fk_lease_lost(const fk_lease* lease) { return lease && lease->lease->lost() ? 1 : 0; }
+
+int fk_lease_check(fk_lease* lease, uint64_t* token, int64_t* valid_ms, fk_error* err) {
+  return guarded(err, [&] {
+    if (!lease) return report(err, FK_ERR_INVALID_ARGUMENT, "lease is NULL");
+    Millis validFor{0};
+    Status status = lease->lease->check(&validFor);
+    if (token) *token = status.ok() ? lease->lease->token() : 0;
+    if (valid_ms) *valid_ms = status.ok() ? validFor.count() : 0;
+    return report(err, status);
+  });
+}
+
+int fk_lease_renew(fk_lease* lease, uint32_t ttl_ms, fk_error* err) {
+  return guarded(err, [&] {
+    if (!lease) return report(err, FK_ERR_INVALID_ARGUMENT, "lease is NULL");
+    return report(err, lease->lease->renew(Millis(ttl_ms)));
+  });
+}
+
+void fk_lease_check_in(fk_lease* lease) {
+  if (lease) lease->lease->checkIn();
+}
+
+int fk_lease_set_keep_alive(fk_lease* lease, int on, fk_error* err) {
+  return guarded(err, [&] {
+    if (!lease) return report(err, FK_ERR_INVALID_ARGUMENT, "lease is NULL");
+    return report(err, lease->lease->setKeepAlive(on != 0));
+  });
+}
+
+int fk_lease_release(fk_lease* lease, fk_error* err) {
+  return guarded(err, [&] {
+    if (!lease) return report(err, FK_ERR_INVALID_ARGUMENT, "lease is NULL");
+    return report(err, lease->lease->release());
+  });
+}
+
+void fk_lease_free(fk_lease* lease) {
+  guarded(nullptr, [&] {
+    delete lease;
+    return FK_OK;
+  });
+}
+
+int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error* err) {
+  return guarded(err, [&] {
+    if (!client || !name || !out) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "client, name and out must not be NULL");
+    }
+    if (out->size < sizeof(*out)) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "fk_holder_info: size not set");
+    }
+    fencekeeper::HolderInfo info;
+    Status status = client->client->holder(name, &info);
+    if (!status.ok()) return report(err, status);
+    out->held = info.held ? 1 : 0;
+    out->token = info.token;
+    copyText(info.ownerLabel, out->owner_label, sizeof(out->owner_label));
+    out->since_unix_ms = info.sinceUnixMs;
+    out->waiters = info.waiters;
+    out->this_sidecar = info.thisSidecar ? 1 : 0;
+    return report(err, FK_OK);
+  });
+}
+
+const char* fk_error_name(int code) {
+  return fencekeeper::errorCodeName(static_cast<ErrorCode>(code));
+}
+
+const char* fk_loss_reason_name(int reason) {
+  return fencekeeper::lossReasonName(static_cast<LossReason>(reason));
+}
+
+}  // extern "C"

@@ -1,0 +1,547 @@
+/* The C ABI used from C99 the way an application would, against a real sidecar. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "tests/c_abi/c_abi_scenarios.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fencekeeper.h"
+
+#define CHECK(cond)                                                               \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
+      return __LINE__;                                                            \
+    }                                                                             \
+  } while (0)
+
+/* `call` must return `want` and report the same code in the scenario's `err`. */
+#define CHECK_CODE(want, call)                                                          \
+  do {                                                                                  \
+    int got_ = (call);                                                                  \
+    if (got_ != (want) || err.code != got_) {                                           \
+      fprintf(stderr, "%s:%d: %s returned %d (%s: %s), want %d\n", __FILE__, __LINE__, \
+              #call, got_, fk_error_name(got_), err.message, (want));                   \
+      return __LINE__;                                                                  \
+    }                                                                                   \
+  } while (0)
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ms / 1000);
+  ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+/* Polls `cond` every 10 ms for up to `ms`, then checks it. */
+#define CHECK_SOON(cond, ms)                                      \
+  do {                                                            \
+    int64_t until_ = now_ms() + (ms);                             \
+    while (!(cond) && now_ms() < until_) sleep_ms(10);            \
+    CHECK(cond);                                                  \
+  } while (0)
+
+/* What a loss callback saw, and what it does from the I/O thread. */
+typedef struct loss_record {
+  pthread_mutex_t mutex;
+  int calls;
+  uint64_t token;
+  int reason;
+  int64_t at_ms;
+  fk_lease* lease;     /* tried from the callback, which must get FK_ERR_WRONG_THREAD */
+  fk_client* client;
+  int renew_code;
+  int holder_code;
+  int free_lease;      /* the callback frees `lease` */
+  int close_client;    /* the callback closes `client` */
+} loss_record;
+
+static void record_init(loss_record* r) {
+  memset(r, 0, sizeof(*r));
+  pthread_mutex_init(&r->mutex, NULL);
+  r->renew_code = -1;
+  r->holder_code = -1;
+}
+
+static void record_watch(loss_record* r, fk_lease* lease, fk_client* client) {
+  pthread_mutex_lock(&r->mutex);
+  r->lease = lease;
+  r->client = client;
+  pthread_mutex_unlock(&r->mutex);
+}
+
+static void record_loss(void* user_data, uint64_t token, int reason) {
+  loss_record* r = (loss_record*)user_data;
+  fk_holder_info info;
+  pthread_mutex_lock(&r->mutex);
+  r->calls++;
+  r->token = token;
+  r->reason = reason;
+  r->at_ms = now_ms();
+  if (r->lease) r->renew_code = fk_lease_renew(r->lease, 0, NULL);
+  if (r->client) {
+    info.size = sizeof(info);
+    r->holder_code = fk_holder(r->client, "c-abi/any", &info, NULL);
+  }
+  if (r->free_lease) {
+    fk_lease_free(r->lease);
+    r->lease = NULL;
+  }
+  if (r->close_client) {
+    fk_client_close(r->client);
+    r->client = NULL;
+  }
+  pthread_mutex_unlock(&r->mutex);
+}
+
+static int loss_calls(loss_record* r) {
+  int n;
+  pthread_mutex_lock(&r->mutex);
+  n = r->calls;
+  pthread_mutex_unlock(&r->mutex);
+  return n;
+}
+
+static int held(fk_client* client, const char* name) {
+  fk_holder_info info;
+  info.size = sizeof(info);
+  return fk_holder(client, name, &info, NULL) == FK_OK ? info.held : -1;
+}
+
+int fk_scenario_lifecycle(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  uint64_t first;
+  uint64_t token = 1;
+  int64_t valid = 1;
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  CHECK(client != NULL && err.message[0] == '\0');
+  fk_acquire_options_init(&options);
+  options.ttl_ms = 5000;
+  options.owner_label = "c-lifecycle";
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/lifecycle", &options, &lease, &err));
+  CHECK(lease != NULL);
+  CHECK(strcmp(fk_lease_name(lease), "c-abi/lifecycle") == 0);
+  first = fk_lease_token(lease);
+  CHECK(first > 0);
+  CHECK(fk_lease_valid_for_ms(lease) > 0 && fk_lease_valid_for_ms(lease) <= 5000);
+  CHECK(!fk_lease_lost(lease));
+  CHECK_CODE(FK_OK, fk_lease_check(lease, &token, &valid, &err));
+  CHECK(token == first && valid > 0 && valid <= 5000);
+  CHECK_CODE(FK_OK, fk_lease_renew(lease, 8000, &err));
+  CHECK(fk_lease_valid_for_ms(lease) > 0);
+  CHECK_CODE(FK_OK, fk_lease_renew(lease, 0, &err));
+  CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
+  CHECK(fk_lease_valid_for_ms(lease) == 0 && !fk_lease_lost(lease));
+  CHECK_CODE(FK_ERR_NOT_HELD, fk_lease_release(lease, &err));
+  CHECK_CODE(FK_ERR_NOT_HELD, fk_lease_renew(lease, 0, &err));
+  CHECK_CODE(FK_ERR_NOT_HELD, fk_lease_check(lease, &token, &valid, &err));
+  CHECK(token == 0 && valid == 0);
+  fk_lease_free(lease);
+
+  /* The next holder gets a larger token; freeing a held lease releases it. */
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/lifecycle", NULL, &lease, &err));
+  CHECK(fk_lease_token(lease) > first);
+  CHECK(held(client, "c-abi/lifecycle") == 1);
+  fk_lease_free(lease);
+  CHECK_SOON(held(client, "c-abi/lifecycle") == 0, 10000);
+  fk_client_close(client);
+  return 0;
+}
+
+int fk_scenario_try_acquire_busy(const char* socket) {
+  fk_error err;
+  fk_client* c1 = NULL;
+  fk_client* c2 = NULL;
+  fk_lease* holder = NULL;
+  fk_lease* other = NULL;
+  fk_acquire_options options;
+  int64_t started;
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &c1, &err));
+  CHECK_CODE(FK_OK, fk_connect(socket, &c2, &err));
+  CHECK_CODE(FK_OK, fk_acquire(c1, "c-abi/busy", NULL, &holder, &err));
+
+  /* Default options: wait_ms 0 tries once. */
+  CHECK_CODE(FK_ERR_TIMED_OUT, fk_acquire(c2, "c-abi/busy", NULL, &other, &err));
+  CHECK(other == NULL && err.message[0] != '\0');
+
+  fk_acquire_options_init(&options);
+  options.wait_ms = 400;
+  started = now_ms();
+  CHECK_CODE(FK_ERR_TIMED_OUT, fk_acquire(c2, "c-abi/busy", &options, &other, &err));
+  CHECK(other == NULL && now_ms() - started >= 350);
+
+  CHECK_CODE(FK_OK, fk_lease_release(holder, &err));
+  CHECK_CODE(FK_OK, fk_acquire(c2, "c-abi/busy", NULL, &other, &err));
+  CHECK(fk_lease_token(other) > fk_lease_token(holder));
+  fk_lease_free(holder);
+  fk_lease_free(other);
+  fk_client_close(c1);
+  fk_client_close(c2);
+  return 0;
+}
+
+int fk_scenario_invalid_arguments(const char* socket) {
+  static const char* const kBadNames[] = {"", "a//b", "../x", "bad name", "trailing/", "a\\b"};
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  struct {
+    fk_acquire_options known;
+    uint64_t future;
+  } newer;
+  char long_text[301];
+  size_t i;
+
+  CHECK_CODE(FK_ERR_SIDECAR_UNAVAILABLE, fk_connect("/nonexistent/fk.sock", &client, &err));
+  CHECK(client == NULL && strstr(err.message, "/nonexistent/fk.sock") != NULL);
+  CHECK(setenv("FENCEKEEPER_SOCKET", socket, 1) == 0);
+  CHECK_CODE(FK_OK, fk_connect(NULL, &client, &err));
+  CHECK(unsetenv("FENCEKEEPER_SOCKET") == 0);
+
+  for (i = 0; i < sizeof(kBadNames) / sizeof(kBadNames[0]); ++i) {
+    lease = (fk_lease*)&err; /* must be reset to NULL on failure */
+    CHECK_CODE(FK_ERR_INVALID_NAME, fk_acquire(client, kBadNames[i], NULL, &lease, &err));
+    CHECK(lease == NULL && err.message[0] != '\0');
+  }
+  memset(long_text, 'n', sizeof(long_text) - 1);
+  long_text[sizeof(long_text) - 1] = '\0';
+  CHECK_CODE(FK_ERR_INVALID_NAME, fk_acquire(client, long_text, NULL, &lease, &err));
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, NULL, NULL, &lease, &err));
+
+  fk_acquire_options_init(&options);
+  options.ttl_ms = 50; /* below the sidecar's minimum */
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+  fk_acquire_options_init(&options);
+  options.owner_label = long_text;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+
+  /* size: unset is refused; an older, shorter struct takes defaults for the rest; a newer one is
+   * accepted only when the fields this library does not know are zero. */
+  fk_acquire_options_init(&options);
+  options.size = 0;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+  options.size = offsetof(fk_acquire_options, owner_label);
+  options.keep_alive = 0;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+  fk_lease_free(lease);
+  memset(&newer, 0, sizeof(newer));
+  fk_acquire_options_init(&newer.known);
+  newer.known.size = sizeof(newer);
+  newer.future = 1;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT,
+             fk_acquire(client, "c-abi/args", &newer.known, &lease, &err));
+  newer.future = 0;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/args", &newer.known, &lease, &err));
+  fk_lease_free(lease);
+
+  CHECK(strcmp(fk_error_name(FK_ERR_TIMED_OUT), "timed out") == 0);
+  CHECK(strcmp(fk_error_name(12345), "unknown error") == 0);
+  CHECK(strcmp(fk_loss_reason_name(FK_LOSS_TTL_EXPIRED), "ttl expired") == 0);
+  CHECK(strcmp(fk_loss_reason_name(FK_LOSS_CONNECTION_LOST), "connection to the sidecar lost") ==
+        0);
+  fk_client_close(client);
+  fk_client_close(NULL);
+  fk_lease_free(NULL);
+  return 0;
+}
+
+int fk_scenario_lost_without_check_in(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  loss_record rec;
+  int64_t acquired;
+
+  record_init(&rec);
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  fk_acquire_options_init(&options);
+  options.ttl_ms = 600;
+  options.renew_only_if_checked_in = 1;
+  options.on_lost = record_loss;
+  options.user_data = &rec;
+  acquired = now_ms();
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/no-check-in", &options, &lease, &err));
+  record_watch(&rec, lease, client);
+
+  CHECK_SOON(loss_calls(&rec) == 1, 10000);
+  sleep_ms(300);
+  CHECK(loss_calls(&rec) == 1);
+  pthread_mutex_lock(&rec.mutex);
+  CHECK(rec.token == fk_lease_token(lease) && rec.reason == FK_LOSS_TTL_EXPIRED);
+  CHECK(rec.at_ms - acquired >= 600);
+  /* From the callback, calls that talk to the sidecar refuse instead of deadlocking. */
+  CHECK(rec.renew_code == FK_ERR_WRONG_THREAD && rec.holder_code == FK_ERR_WRONG_THREAD);
+  pthread_mutex_unlock(&rec.mutex);
+
+  CHECK(fk_lease_lost(lease) && fk_lease_valid_for_ms(lease) == 0);
+  CHECK_CODE(FK_ERR_EXPIRED, fk_lease_renew(lease, 0, &err));
+  CHECK_CODE(FK_ERR_EXPIRED, fk_lease_release(lease, &err));
+  fk_lease_free(lease);
+  CHECK_SOON(held(client, "c-abi/no-check-in") == 0, 10000);
+  fk_client_close(client);
+  return 0;
+}
+
+int fk_scenario_check_in_keeps_lease(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  loss_record rec;
+  int64_t until;
+
+  record_init(&rec);
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  fk_acquire_options_init(&options);
+  options.ttl_ms = 600;
+  options.renew_only_if_checked_in = 1;
+  options.on_lost = record_loss;
+  options.user_data = &rec;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/check-in", &options, &lease, &err));
+
+  for (until = now_ms() + 2000; now_ms() < until;) {
+    fk_lease_check_in(lease);
+    sleep_ms(100);
+    CHECK(!fk_lease_lost(lease) && fk_lease_valid_for_ms(lease) > 0);
+  }
+  CHECK(loss_calls(&rec) == 0);
+  CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
+  sleep_ms(800);
+  CHECK(loss_calls(&rec) == 0); /* no callback for a lease its owner released */
+  fk_lease_free(lease);
+  fk_client_close(client);
+  return 0;
+}
+
+int fk_scenario_keep_alive_toggle(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  loss_record rec;
+
+  record_init(&rec);
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  fk_acquire_options_init(&options);
+  options.ttl_ms = 600;
+  options.keep_alive = 0;
+  options.on_lost = record_loss;
+  options.user_data = &rec;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/keep-alive", &options, &lease, &err));
+  CHECK_CODE(FK_OK, fk_lease_set_keep_alive(lease, 1, &err));
+  CHECK_CODE(FK_OK, fk_lease_set_keep_alive(lease, 1, &err)); /* already on: no second loop */
+  sleep_ms(1500);
+  CHECK(loss_calls(&rec) == 0 && !fk_lease_lost(lease));
+  CHECK_CODE(FK_OK, fk_lease_check(lease, NULL, NULL, &err));
+
+  CHECK_CODE(FK_OK, fk_lease_set_keep_alive(lease, 0, &err));
+  CHECK_SOON(loss_calls(&rec) == 1, 5000);
+  pthread_mutex_lock(&rec.mutex);
+  CHECK(rec.reason == FK_LOSS_TTL_EXPIRED);
+  pthread_mutex_unlock(&rec.mutex);
+  CHECK_CODE(FK_ERR_EXPIRED, fk_lease_set_keep_alive(lease, 1, &err));
+  fk_lease_free(lease);
+  fk_client_close(client);
+  return 0;
+}
+
+typedef struct waiter {
+  fk_client* client;
+  fk_lease* lease;
+  int code;
+} waiter;
+
+static void* wait_for_lock(void* arg) {
+  waiter* w = (waiter*)arg;
+  fk_acquire_options options;
+  fk_acquire_options_init(&options);
+  options.wait_ms = 10000;
+  options.owner_label = "c-waiter";
+  w->code = fk_acquire(w->client, "c-abi/holder", &options, &w->lease, NULL);
+  return NULL;
+}
+
+int fk_scenario_holder(const char* socket) {
+  fk_error err;
+  fk_client* c1 = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  fk_holder_info info;
+  waiter w;
+  pthread_t thread;
+  int64_t wall_ms = (int64_t)time(NULL) * 1000;
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &c1, &err));
+  memset(&w, 0, sizeof(w));
+  CHECK_CODE(FK_OK, fk_connect(socket, &w.client, &err));
+  info.size = sizeof(info);
+  CHECK_CODE(FK_OK, fk_holder(c1, "c-abi/holder", &info, &err));
+  CHECK(!info.held && info.token == 0 && info.owner_label[0] == '\0');
+
+  fk_acquire_options_init(&options);
+  options.owner_label = "c-holder";
+  CHECK_CODE(FK_OK, fk_acquire(c1, "c-abi/holder", &options, &lease, &err));
+  CHECK_CODE(FK_OK, fk_holder(w.client, "c-abi/holder", &info, &err));
+  CHECK(info.held && info.token == fk_lease_token(lease) && info.this_sidecar);
+  CHECK(strcmp(info.owner_label, "c-holder") == 0 && info.waiters == 0);
+  CHECK(info.since_unix_ms > wall_ms - 60000 && info.since_unix_ms < wall_ms + 60000);
+
+  /* A blocking acquire from another thread queues behind the holder. */
+  CHECK(pthread_create(&thread, NULL, wait_for_lock, &w) == 0);
+  CHECK_SOON(fk_holder(c1, "c-abi/holder", &info, &err) == FK_OK && info.waiters == 1, 10000);
+  CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
+  CHECK(pthread_join(thread, NULL) == 0);
+  CHECK(w.code == FK_OK && fk_lease_token(w.lease) > fk_lease_token(lease));
+  CHECK_CODE(FK_OK, fk_holder(c1, "c-abi/holder", &info, &err));
+  CHECK(info.held && info.token == fk_lease_token(w.lease));
+  CHECK(strcmp(info.owner_label, "c-waiter") == 0);
+
+  info.size = 0;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_holder(c1, "c-abi/holder", &info, &err));
+  fk_lease_free(lease);
+  fk_lease_free(w.lease);
+  fk_client_close(c1);
+  fk_client_close(w.client);
+  return 0;
+}
+
+enum { kThreads = 4, kRounds = 25 };
+
+typedef struct worker {
+  fk_client* client;
+  fk_lease* lease;
+  int failures;
+} worker;
+
+static void* hammer(void* arg) {
+  worker* w = (worker*)arg;
+  fk_holder_info info;
+  uint64_t token;
+  int i;
+  for (i = 0; i < kRounds; ++i) {
+    info.size = sizeof(info);
+    fk_lease_check_in(w->lease);
+    if (fk_lease_check(w->lease, &token, NULL, NULL) != FK_OK ||
+        token != fk_lease_token(w->lease)) {
+      w->failures++;
+    }
+    if (fk_holder(w->client, "c-abi/threads", &info, NULL) != FK_OK || info.token != token) {
+      w->failures++;
+    }
+    if (fk_lease_renew(w->lease, 0, NULL) != FK_OK || fk_lease_valid_for_ms(w->lease) <= 0) {
+      w->failures++;
+    }
+  }
+  return NULL;
+}
+
+int fk_scenario_calls_from_threads(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  worker workers[kThreads];
+  pthread_t threads[kThreads];
+  int i;
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/threads", NULL, &lease, &err));
+  for (i = 0; i < kThreads; ++i) {
+    workers[i].client = client;
+    workers[i].lease = lease;
+    workers[i].failures = 0;
+    CHECK(pthread_create(&threads[i], NULL, hammer, &workers[i]) == 0);
+  }
+  for (i = 0; i < kThreads; ++i) {
+    CHECK(pthread_join(threads[i], NULL) == 0);
+    CHECK(workers[i].failures == 0);
+  }
+  CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
+  fk_lease_free(lease);
+  fk_client_close(client);
+  return 0;
+}
+
+int fk_scenario_lease_outlives_client(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_client* observer = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  loss_record rec;
+  uint64_t token;
+
+  record_init(&rec);
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  CHECK_CODE(FK_OK, fk_connect(socket, &observer, &err));
+  fk_acquire_options_init(&options);
+  options.on_lost = record_loss;
+  options.user_data = &rec;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/outlives", &options, &lease, &err));
+  token = fk_lease_token(lease);
+
+  fk_client_close(client);
+  CHECK(fk_lease_valid_for_ms(lease) == 0 && !fk_lease_lost(lease));
+  CHECK(fk_lease_token(lease) == token);
+  CHECK_CODE(FK_ERR_SIDECAR_UNAVAILABLE, fk_lease_renew(lease, 0, &err));
+  CHECK_CODE(FK_ERR_SIDECAR_UNAVAILABLE, fk_lease_check(lease, NULL, NULL, &err));
+  CHECK_CODE(FK_ERR_SIDECAR_UNAVAILABLE, fk_lease_release(lease, &err));
+  CHECK_SOON(held(observer, "c-abi/outlives") == 0, 10000);
+  fk_lease_free(lease);
+  CHECK(loss_calls(&rec) == 0);
+  fk_client_close(observer);
+  return 0;
+}
+
+int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* ctx), void* ctx) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* first = NULL;
+  fk_lease* second = NULL;
+  fk_acquire_options options;
+  loss_record frees;
+  loss_record closes;
+
+  record_init(&frees);
+  record_init(&closes);
+  frees.free_lease = 1;
+  closes.free_lease = 1;
+  closes.close_client = 1;
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  fk_acquire_options_init(&options);
+  options.ttl_ms = 900; /* keep-alive renews every 300 ms, racing the loss */
+  options.on_lost = record_loss;
+  options.user_data = &frees;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/free-1", &options, &first, &err));
+  options.user_data = &closes;
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/free-2", &options, &second, &err));
+  record_watch(&frees, first, NULL);
+  record_watch(&closes, second, client);
+
+  kill_sidecar(ctx);
+  CHECK_SOON(loss_calls(&frees) == 1 && loss_calls(&closes) == 1, 10000);
+  pthread_mutex_lock(&frees.mutex);
+  CHECK(frees.reason == FK_LOSS_CONNECTION_LOST && frees.lease == NULL);
+  pthread_mutex_unlock(&frees.mutex);
+  pthread_mutex_lock(&closes.mutex);
+  CHECK(closes.reason == FK_LOSS_CONNECTION_LOST && closes.client == NULL);
+  pthread_mutex_unlock(&closes.mutex);
+  return 0;
+}

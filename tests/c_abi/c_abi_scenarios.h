@@ -1,0 +1,27 @@
+/* Scenarios of the C ABI, written in plain C against a running sidecar. Each returns 0, or the
+ * line of the first failed check (also printed to stderr). */
+#ifndef FENCEKEEPER_TESTS_C_ABI_SCENARIOS_H_
+#define FENCEKEEPER_TESTS_C_ABI_SCENARIOS_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int fk_scenario_lifecycle(const char* socket);
+int fk_scenario_try_acquire_busy(const char* socket);
+int fk_scenario_invalid_arguments(const char* socket);
+int fk_scenario_lost_without_check_in(const char* socket);
+int fk_scenario_check_in_keeps_lease(const char* socket);
+int fk_scenario_keep_alive_toggle(const char* socket);
+int fk_scenario_holder(const char* socket);
+int fk_scenario_calls_from_threads(const char* socket);
+int fk_scenario_lease_outlives_client(const char* socket);
+/* Holds two leases whose loss callbacks free them (and close the client), then calls
+ * kill_sidecar(ctx) so that the connection drops under them. */
+int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* ctx), void* ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FENCEKEEPER_TESTS_C_ABI_SCENARIOS_H_ */

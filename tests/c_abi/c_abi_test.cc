@@ -1,0 +1,59 @@
+// The C ABI (libfencekeeper.so) from plain C: the scenarios in c_abi_scenarios.c, each against a
+// real ZooKeeper and sidecar of its own.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "tests/c_abi/c_abi_scenarios.h"
+#include "tests/support/sidecar_cluster.h"
+
+namespace fencekeeper::testing {
+namespace {
+
+class CAbiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { cluster.startSidecar(); }
+  std::string socket() const { return cluster.socket(0); }
+
+  SidecarCluster cluster;
+};
+
+// A scenario's result is the line of its first failed check (0: all passed).
+TEST_F(CAbiTest, AcquireTokenRenewRelease) { EXPECT_EQ(fk_scenario_lifecycle(socket().c_str()), 0); }
+
+TEST_F(CAbiTest, TryAcquireOnABusyLockTimesOut) {
+  EXPECT_EQ(fk_scenario_try_acquire_busy(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, InvalidNamesAndArgumentsAreRefused) {
+  EXPECT_EQ(fk_scenario_invalid_arguments(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, LostCallbackOnTtlExpiryWithoutCheckIn) {
+  EXPECT_EQ(fk_scenario_lost_without_check_in(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, CheckInKeepsTheLease) {
+  EXPECT_EQ(fk_scenario_check_in_keeps_lease(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, KeepAliveTurnsOnAndOff) {
+  EXPECT_EQ(fk_scenario_keep_alive_toggle(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, HolderInfo) { EXPECT_EQ(fk_scenario_holder(socket().c_str()), 0); }
+
+TEST_F(CAbiTest, CallsFromManyThreads) {
+  EXPECT_EQ(fk_scenario_calls_from_threads(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, LeaseOutlivesItsClient) {
+  EXPECT_EQ(fk_scenario_lease_outlives_client(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, CallbackFreesItsLeaseAndClosesTheClientWhenTheConnectionDrops) {
+  auto kill = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->sidecar(0).signal(SIGKILL); };
+  EXPECT_EQ(fk_scenario_free_in_callback(socket().c_str(), kill, &cluster), 0);
+}
+
+}  // namespace
+}  // namespace fencekeeper::testing
