@@ -2,11 +2,12 @@
 // the same run: a real standalone ZooKeeper (fsync on; forceSync=no reported separately), real
 // `fencekeeper` daemons and `fencectl`, all on loopback. See bench/README.md.
 //
-//   fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync] [--tsv FILE]
+//   fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync,whatif] [--tsv FILE]
 //            [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]
 //
 // Every loop is bounded in count and time; every process started is stopped by PID.
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -223,10 +224,12 @@ class HopThread {
 
 class ZkSync {
  public:
-  explicit ZkSync(const std::string& hosts) {
+  // resolutionDelayMs: 0 is the C client's default (re-resolve the hosts on every I/O pass).
+  explicit ZkSync(const std::string& hosts, int resolutionDelayMs = 0) {
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
     zh_ = zookeeper_init(hosts.c_str(), nullptr, 10000, nullptr, nullptr, 0);
     if (!zh_) throw std::runtime_error("zookeeper_init failed");
+    if (resolutionDelayMs != 0) zoo_set_servers_resolution_delay(zh_, resolutionDelayMs);
     if (!waitUntil([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, milliseconds(10000))) {
       throw std::runtime_error("ZooKeeper session did not connect");
     }
@@ -426,27 +429,44 @@ void benchRpc(const Options& opt, SidecarCluster& cluster, const std::string& se
 
 // ---- 2. uncontended acquire+release ----------------------------------------------------------
 
+struct PairSeries {
+  Samples pair, create, remove;
+  long long zkPackets = 0;
+};
+struct CycleSeries {
+  Samples cycle, acquire, release;
+  long long zkPackets = 0;
+};
 struct CycleResult {
-  Samples pair, create, remove, recipe, cycle, acquire, release;
-  double zkRequestsPerCycle = NAN, zkRequestsPerPair = NAN;
+  PairSeries pair, pairRd;  // Rd: zoo_set_servers_resolution_delay(-1)
+  Samples recipe;
+  CycleSeries fk, fkRd;     // fkRd: through a sidecar started with the resolution shim
+  bool whatIf = false;
 };
 
-CycleResult runCycles(const Options& opt, SidecarCluster& cluster) {
+// Interleaved rounds of every series on one ZooKeeper, so that load from elsewhere on this
+// shared machine hits them alike. `rdSidecar` >= 0: also the what-if series.
+CycleResult runCycles(const Options& opt, SidecarCluster& cluster, int rdSidecar) {
   CycleResult out;
-  ZkSync zk(cluster.zk().connectString());
+  out.whatIf = rdSidecar >= 0;
+  const std::string hosts = cluster.zk().connectString();
+  ZkSync zk(hosts);
+  std::unique_ptr<ZkSync> zkRd;
+  if (out.whatIf) zkRd = std::make_unique<ZkSync>(hosts, -1);
   const std::string parent = "/bench/baseline";
   zk.ensurePath(parent);
   const std::string prefix = parent + "/x__lock__";
   auto client = cluster.connect(0);
-  const std::string name = "bench-cycle";
+  std::unique_ptr<Client> clientRd;
+  if (out.whatIf) clientRd = cluster.connect(static_cast<size_t>(rdSidecar));
   const int zkPort = cluster.zk().clientPort(0);
 
-  auto pairOnce = [&](CycleResult& r) {
+  auto pairOnce = [&](ZkSync& z, PairSeries& r) {
     std::string path;
     auto t0 = Clock::now();
-    bool created = zk.createSeq(prefix, &path);
+    bool created = z.createSeq(prefix, &path);
     auto t1 = Clock::now();
-    bool ok = created && zk.remove(path);
+    bool ok = created && z.remove(path);
     auto t2 = Clock::now();
     if (!ok) {
       ++r.pair.failures;
@@ -463,10 +483,10 @@ CycleResult runCycles(const Options& opt, SidecarCluster& cluster) {
     auto t1 = Clock::now();
     ok ? s.add(nsBetween(t0, t1)) : void(++s.failures);
   };
-  auto cycleOnce = [&](CycleResult& r) {
+  auto cycleOnce = [&](Client& c, CycleSeries& r) {
     Status s;
     auto t0 = Clock::now();
-    auto lease = client->acquire(name, leaseOptions(milliseconds(0)), &s);
+    auto lease = c.acquire("bench-cycle", leaseOptions(milliseconds(0)), &s);
     auto t1 = Clock::now();
     if (!lease) {
       ++r.cycle.failures;
@@ -482,82 +502,109 @@ CycleResult runCycles(const Options& opt, SidecarCluster& cluster) {
     r.release.add(nsBetween(t1, t2));
     r.cycle.add(nsBetween(t0, t2));
   };
+  // One series' block of a round, with ZooKeeper's request count around it.
+  auto block = [&](long long* packets, int n, const Cap& cap, const std::function<void()>& once) {
+    auto before = zkMntr(zkPort)["zk_packets_received"];
+    for (int i = 0; i < n && !cap.over(); ++i) once();
+    auto after = zkMntr(zkPort)["zk_packets_received"];
+    if (packets) *packets += after - before - 1;  // the second mntr connection counts one
+  };
 
-  Samples scratch;
-  CycleResult warm;
-  for (int i = 0; i < 30; ++i) {  // warm-up (also creates the lock's parents)
-    pairOnce(warm);
-    recipeOnce(scratch);
-    cycleOnce(warm);
+  {  // warm-up (also creates the lock's parents, and the JIT's fast paths)
+    PairSeries p;
+    Samples r;
+    CycleSeries c;
+    for (int i = 0; i < 30; ++i) {
+      pairOnce(zk, p);
+      recipeOnce(r);
+      cycleOnce(*client, c);
+      if (out.whatIf) cycleOnce(*clientRd, c);
+    }
   }
   const int perSeries = opt.count(400, 60);
-  const int rounds = 4;
-  Cap cap(seconds(opt.quick ? 15 : 40));
-  long long pairPackets = 0, cyclePackets = 0;
+  const int rounds = 5;
+  const int perBlock = perSeries / rounds;
+  Cap cap(seconds(opt.quick ? 20 : 60));
   for (int r = 0; r < rounds && !cap.over(); ++r) {
-    auto before = zkMntr(zkPort)["zk_packets_received"];
-    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) pairOnce(out);
-    auto mid = zkMntr(zkPort)["zk_packets_received"];
-    pairPackets += mid - before;
-    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) recipeOnce(out.recipe);
-    auto mid2 = zkMntr(zkPort)["zk_packets_received"];
-    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) cycleOnce(out);
-    auto after = zkMntr(zkPort)["zk_packets_received"];
-    cyclePackets += after - mid2;
+    block(&out.pair.zkPackets, perBlock, cap, [&] { pairOnce(zk, out.pair); });
+    block(nullptr, perBlock, cap, [&] { recipeOnce(out.recipe); });
+    block(&out.fk.zkPackets, perBlock, cap, [&] { cycleOnce(*client, out.fk); });
+    if (out.whatIf) {
+      block(&out.pairRd.zkPackets, perBlock, cap, [&] { pairOnce(*zkRd, out.pairRd); });
+      block(&out.fkRd.zkPackets, perBlock, cap, [&] { cycleOnce(*clientRd, out.fkRd); });
+    }
   }
-  // Each mntr connection itself counts one packet; session pings and the sidecars' heartbeats
-  // (a sync every 500 ms each) add a few more: these are upper bounds, good to +-0.1.
-  if (out.pair.n()) out.zkRequestsPerPair = double(pairPackets) / double(out.pair.n());
-  if (out.cycle.n()) out.zkRequestsPerCycle = double(cyclePackets) / double(out.cycle.n());
   return out;
+}
+
+// Requests ZooKeeper received per operation (session pings and the sidecars' heartbeat syncs,
+// a few per second, are included: good to about +-0.1).
+std::string requestsPer(long long packets, size_t n, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f ZK requests/%s", n ? double(packets) / double(n) : NAN, unit);
+  return buf;
 }
 
 void reportCycles(const CycleResult& r, const std::string& suffix, const std::string& zkLabel,
                   Table& table) {
-  char reqs[64];
-  std::snprintf(reqs, sizeof reqs, "%.1f ZK requests/pair", r.zkRequestsPerPair);
-  table.add("2a" + suffix, "ZK C client sync create(E_SEQ)+delete " + zkLabel, r.pair,
-            perSecond(r.pair.mean(), "pairs") + ", " + reqs + "; create " +
-                human(r.create.median()) + " + delete " + human(r.remove.median()));
+  table.add("2a" + suffix, "ZK C client sync create(E_SEQ)+delete " + zkLabel, r.pair.pair,
+            perSecond(r.pair.pair.mean(), "pairs") + ", " +
+                requestsPer(r.pair.zkPackets, r.pair.pair.n(), "pair") + "; create " +
+                human(r.pair.create.median()) + " + delete " + human(r.pair.remove.median()));
   table.add("2b" + suffix, "  same + getChildren (the recipe's minimum)", r.recipe,
-            ratio(r.recipe.median(), r.pair.median(), "2a"));
-  std::snprintf(reqs, sizeof reqs, "%.1f ZK requests/cycle", r.zkRequestsPerCycle);
-  table.add("2c" + suffix, "fencekeeper acquire+release, uncontended", r.cycle,
-            ratio(r.cycle.median(), r.pair.median(), "2a") + ", " +
-                perSecond(r.cycle.mean(), "cycles") + ", " + reqs);
-  table.add("2d" + suffix, "  of which acquire() (wait 0)", r.acquire);
-  table.add("2e" + suffix, "  of which release()", r.release);
+            ratio(r.recipe.median(), r.pair.pair.median(), "2a"));
+  table.add("2c" + suffix, "fencekeeper acquire+release, uncontended", r.fk.cycle,
+            ratio(r.fk.cycle.median(), r.pair.pair.median(), "2a (median)") + ", " +
+                ratio(r.fk.cycle.p99(), r.pair.pair.p99(), "(p99)") + ", " +
+                perSecond(r.fk.cycle.mean(), "cycles") + ", " +
+                requestsPer(r.fk.zkPackets, r.fk.cycle.n(), "cycle"));
+  table.add("2d" + suffix, "  of which acquire() (wait 0)", r.fk.acquire);
+  table.add("2e" + suffix, "  of which release()", r.fk.release);
+  if (!r.whatIf) return;
+  table.add("2f" + suffix, "what-if: 2a with resolution delay -1", r.pairRd.pair,
+            ratio(r.pairRd.pair.median(), r.pair.pair.median(), "2a") + "; create " +
+                human(r.pairRd.create.median()) + " + delete " + human(r.pairRd.remove.median()));
+  table.add("2g" + suffix, "what-if: 2c via a sidecar with resolution delay -1", r.fkRd.cycle,
+            ratio(r.fkRd.cycle.median(), r.fk.cycle.median(), "2c") + ", " +
+                ratio(r.fkRd.cycle.median(), r.pairRd.pair.median(), "2f") + "; acquire " +
+                human(r.fkRd.acquire.median()) + " + release " + human(r.fkRd.release.median()));
 }
 
 // ---- 3. hand-over between sidecars -------------------------------------------------------------
 
-struct HandoverResult {
-  Samples handover, releaseCall;
-};
+// Hand-overs of one lock between a client of sidecar a and one of sidecar b (a == b: two clients
+// of one sidecar), alternating directions; run in chunks so that series can be interleaved.
+class HandoverRunner {
+ public:
+  HandoverRunner(SidecarCluster& cluster, size_t a, size_t b, std::string name)
+      : ca_(cluster.connect(a)), cb_(cluster.connect(b)), name_(std::move(name)) {}
 
-HandoverResult runHandovers(SidecarCluster& cluster, size_t a, size_t b, int n,
-                            Clock::duration budget, const std::string& name) {
-  HandoverResult out;
-  auto ca = cluster.connect(a);
-  auto cb = cluster.connect(b);
-  Cap cap(budget);
-  for (int i = 0; i < n && !cap.over(); ++i) {
-    // Alternate directions: A -> B, then B -> A.
-    Client& holderClient = (i % 2 == 0) ? *ca : *cb;
-    Client& waiterClient = (i % 2 == 0) ? *cb : *ca;
+  Samples handover;     // release() called -> waiter's acquire() returned
+  Samples releaseCall;  // the holder's release() call
+
+  void run(int n, const Cap& cap) {
+    for (int k = 0; k < n && !cap.over(); ++k) once();
+  }
+  size_t done() const { return handover.n() + static_cast<size_t>(handover.failures); }
+
+ private:
+  void once() {
+    bool forward = (i_++ % 2) == 0;
+    Client& holderClient = forward ? *ca_ : *cb_;
+    Client& waiterClient = forward ? *cb_ : *ca_;
     Status s;
-    auto held = holderClient.acquire(name, leaseOptions(milliseconds(2000)), &s);
+    auto held = holderClient.acquire(name_, leaseOptions(milliseconds(2000)), &s);
     if (!held) {
-      ++out.handover.failures;
-      continue;
+      ++handover.failures;
+      return;
     }
-    Waiter waiter(waiterClient, name, milliseconds(10000));
-    if (!waitForWaiters(holderClient, name, 1)) {
-      ++out.handover.failures;
+    Waiter waiter(waiterClient, name_, milliseconds(10000));
+    if (!waitForWaiters(holderClient, name_, 1)) {
+      ++handover.failures;
       held->release();
       Clock::time_point ignored;
       waiter.join(&ignored);
-      continue;
+      return;
     }
     auto t0 = Clock::now();
     Status rel = held->release();
@@ -565,14 +612,31 @@ HandoverResult runHandovers(SidecarCluster& cluster, size_t a, size_t b, int n,
     Clock::time_point grantedAt;
     auto granted = waiter.join(&grantedAt);
     if (!rel.ok() || !granted) {
-      ++out.handover.failures;
-      continue;
+      ++handover.failures;
+      return;
     }
-    out.handover.add(nsBetween(t0, grantedAt));
-    out.releaseCall.add(nsBetween(t0, t1));
+    handover.add(nsBetween(t0, grantedAt));
+    releaseCall.add(nsBetween(t0, t1));
     granted->release();
   }
-  return out;
+
+  std::unique_ptr<Client> ca_, cb_;
+  std::string name_;
+  int i_ = 0;
+};
+
+// Runs the runners in interleaved chunks until each has `n` samples (or the cap).
+void interleave(std::vector<HandoverRunner*> runners, int n, const Cap& cap) {
+  const int chunk = 10;
+  bool more = true;
+  while (more && !cap.over()) {
+    more = false;
+    for (auto* r : runners) {
+      if (r->done() >= static_cast<size_t>(n)) continue;
+      r->run(std::min<int>(chunk, n - static_cast<int>(r->done())), cap);
+      more = true;
+    }
+  }
 }
 
 // ---- 4. hand-over after SIGKILL of the holder's process ----------------------------------------
@@ -643,30 +707,101 @@ void benchValidFor(const Options& opt, SidecarCluster& cluster, Table& table) {
   double validNs = perOp([&] { return uint64_t(lease->validFor().count()); });
   double tokenNs = perOp([&] { return lease->token(); });
   double lostNs = perOp([&] { return uint64_t(lease->lost()); });
+  // What the ZooKeeper C client does on each pass of its I/O loop by default: re-resolve its
+  // host list (getaddrinfo with AI_ADDRCONFIG, as in its resolve_hosts()).
+  const std::string zkPort = std::to_string(cluster.zk().clientPort(0));
+  Samples resolve;
+  {
+    Cap cap(seconds(5));
+    for (int i = 0; i < (opt.quick ? 500 : 2000) && !cap.over(); ++i) {
+      addrinfo hints{};
+      hints.ai_flags = AI_ADDRCONFIG;
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      hints.ai_protocol = IPPROTO_TCP;
+      addrinfo* res = nullptr;
+      auto t0 = Clock::now();
+      int rc = ::getaddrinfo("127.0.0.1", zkPort.c_str(), &hints, &res);
+      auto t1 = Clock::now();
+      if (rc == 0) {
+        ::freeaddrinfo(res);
+        resolve.add(nsBetween(t0, t1));
+      } else {
+        ++resolve.failures;
+      }
+    }
+  }
   size_t n = size_t(batch) * batches;
   table.addFigure("5a", "Lease::validFor() per call (no round trip)", n, validNs,
                   ratio(validNs, clockNs, "5b"));
   table.addFigure("5b", "  baseline: steady_clock::now()", n, clockNs);
   table.addFigure("5c", "Lease::token() per call", n, tokenNs);
   table.addFigure("5d", "Lease::lost() per call", n, lostNs);
+  table.add("5e", "getaddrinfo(127.0.0.1, AI_ADDRCONFIG) (ZK C client per I/O pass)", resolve);
   lease->release();
 }
 
 // ---- main ------------------------------------------------------------------------------------
 
+// Starts ZooKeeper and `plain` sidecars, then `shimmed` more with LD_PRELOAD=fk_zk_resolve_shim
+// (zoo_set_servers_resolution_delay(-1) on their ZooKeeper handle): the what-if series. Only the
+// sidecars get the preload, not ZooKeeper's JVM.
 SidecarCluster& startCluster(std::unique_ptr<SidecarCluster>& holder, bool forceSync,
-                             const Options& opt, size_t sidecars) {
+                             const Options& opt, size_t plain, size_t shimmed) {
   devzk::ZkServerOptions zo;
   zo.forceSync = forceSync;
   zo.javaHeap = "256m";
   holder = std::make_unique<SidecarCluster>(zo);
-  for (size_t i = 0; i < sidecars; ++i) {
+  auto start = [&] {
     SidecarOptions so;
     so.extraArgs = {"--log-level", opt.sidecarLogLevel};
     holder->startSidecar(so);
+  };
+  for (size_t i = 0; i < plain; ++i) start();
+  // ChildProcess copies this process's environment when it spawns: set, spawn, unset.
+  ::setenv("LD_PRELOAD", FK_BENCH_SHIM, 1);
+  ::setenv("FK_ZK_RESOLUTION_DELAY_MS", "-1", 1);
+  try {
+    for (size_t i = 0; i < shimmed; ++i) start();
+  } catch (...) {
+    ::unsetenv("LD_PRELOAD");
+    throw;
   }
+  ::unsetenv("LD_PRELOAD");
+  ::unsetenv("FK_ZK_RESOLUTION_DELAY_MS");
   progress("    cluster in %s\n", holder->dir());
   return *holder;
+}
+
+// Sections 2 and 3 on one cluster (sidecars 0 and 1 plain; 2 and 3 shimmed when what-if is on).
+void benchCyclesAndHandovers(const Options& opt, SidecarCluster& cluster, bool whatIf,
+                             bool handovers, bool localHandovers, const std::string& suffix,
+                             const std::string& zkLabel, Table& table) {
+  progress("[2] acquire+release vs ZK C client create+delete %s\n", zkLabel);
+  reportCycles(runCycles(opt, cluster, whatIf ? 2 : -1), suffix, zkLabel, table);
+  if (!handovers || g_stop) return;
+  progress("[3] hand-over %s\n", "A->B and B->A, release call to grant " + zkLabel);
+  int n = opt.count(120, 30);
+  HandoverRunner cross(cluster, 0, 1, "bench-handover");
+  std::unique_ptr<HandoverRunner> crossRd;
+  if (whatIf) crossRd = std::make_unique<HandoverRunner>(cluster, 2, 3, "bench-handover-rd");
+  Cap cap(seconds(opt.quick ? 20 : 60));
+  std::vector<HandoverRunner*> runners{&cross};
+  if (crossRd) runners.push_back(crossRd.get());
+  interleave(runners, n, cap);
+  table.add("3a" + suffix, "hand-over between sidecars: release() -> grant " + zkLabel,
+            cross.handover);
+  table.add("3b" + suffix, "  the holder's release() call alone", cross.releaseCall);
+  if (crossRd) {
+    table.add("3d" + suffix, "what-if: 3a with resolution delay -1", crossRd->handover,
+              ratio(crossRd->handover.median(), cross.handover.median(), "3a"));
+  }
+  if (localHandovers && !g_stop) {
+    HandoverRunner local(cluster, 0, 0, "bench-handover-local");
+    Cap localCap(seconds(opt.quick ? 10 : 25));
+    local.run(opt.count(100, 20), localCap);
+    table.add("3c" + suffix, "hand-over, both clients on one sidecar", local.handover);
+  }
 }
 
 int run(const Options& opt, const std::string& selfExe) {
@@ -676,34 +811,24 @@ int run(const Options& opt, const std::string& selfExe) {
   ::uname(&u);
   std::printf("fk_bench: build %s, kernel %s, %u cpus, loadavg at start %s\n", FK_BENCH_BUILD_TYPE,
               u.release, std::thread::hardware_concurrency(), loadAverage().c_str());
-  std::printf("ZooKeeper standalone on 127.0.0.1 (Debian 3.8.0, tickTime 200 ms), sidecars with "
+  std::printf("ZooKeeper 3.8.0 standalone on 127.0.0.1 (tickTime 200 ms), sidecars with "
               "--session-timeout 2s --log-level %s; %s\n",
               opt.sidecarLogLevel.c_str(), opt.quick ? "--quick sample counts" : "full sample counts");
   std::fflush(stdout);
   Table table;
+  const bool whatIf = opt.want("whatif");
 
   bool fsyncWork = opt.want("rpc") || opt.want("cycle") || opt.want("handover") ||
                    opt.want("kill") || opt.want("valid");
   if (fsyncWork) {
-    progress("starting ZooKeeper (%s) and two sidecars\n", "fsync on");
+    progress("starting ZooKeeper (%s) and sidecars\n", "fsync on");
     std::unique_ptr<SidecarCluster> owned;
-    SidecarCluster& cluster = startCluster(owned, true, opt, 2);
+    SidecarCluster& cluster = startCluster(owned, true, opt, 2, whatIf ? 2 : 0);
 
     if (opt.want("rpc") && !g_stop) benchRpc(opt, cluster, selfExe, table);
-
-    if (opt.want("cycle") && !g_stop) {
-      progress("[2] acquire+release vs %s\n", "ZK C client create+delete (fsync on)");
-      reportCycles(runCycles(opt, cluster), "", "(fsync)", table);
-    }
-    if (opt.want("handover") && !g_stop) {
-      progress("[3] hand-over %s\n", "A->B and B->A, release call to grant");
-      int n = opt.count(120, 30);
-      auto cross = runHandovers(cluster, 0, 1, n, seconds(opt.quick ? 15 : 40), "bench-handover");
-      table.add("3a", "hand-over between sidecars: release() -> grant", cross.handover);
-      table.add("3b", "  the holder's release() call alone", cross.releaseCall);
-      auto same = runHandovers(cluster, 0, 0, opt.count(100, 20), seconds(opt.quick ? 10 : 25),
-                               "bench-handover-local");
-      table.add("3c", "hand-over, both on one sidecar: release() -> grant", same.handover);
+    if ((opt.want("cycle") || opt.want("handover")) && !g_stop) {
+      benchCyclesAndHandovers(opt, cluster, whatIf, opt.want("handover"), true, "", "(fsync)",
+                              table);
     }
     if (opt.want("kill") && !g_stop) {
       progress("[4] %s\n", "SIGKILL of a `fencectl lock --ttl 30s -- sleep 60` holder");
@@ -720,14 +845,10 @@ int run(const Options& opt, const std::string& selfExe) {
   }
 
   if (opt.want("nosync") && !g_stop) {
-    progress("starting ZooKeeper (%s) and two sidecars\n", "-Dzookeeper.forceSync=no");
+    progress("starting ZooKeeper (%s) and sidecars\n", "-Dzookeeper.forceSync=no");
     std::unique_ptr<SidecarCluster> owned;
-    SidecarCluster& cluster = startCluster(owned, false, opt, 2);
-    progress("[2/3 nosync] %s\n", "acquire+release and hand-over without fsync");
-    reportCycles(runCycles(opt, cluster), "-ns", "(no fsync)", table);
-    auto cross = runHandovers(cluster, 0, 1, opt.count(100, 30), seconds(opt.quick ? 10 : 25),
-                              "bench-handover");
-    table.add("3a-ns", "hand-over between sidecars (no fsync)", cross.handover);
+    SidecarCluster& cluster = startCluster(owned, false, opt, 2, whatIf ? 2 : 0);
+    benchCyclesAndHandovers(opt, cluster, whatIf, true, false, "-ns", "(no fsync)", table);
   }
 
   std::printf("\n");
@@ -748,7 +869,7 @@ void onSignal(int) { g_stop = true; }
 
 int usage(const char* msg) {
   std::fprintf(stderr,
-               "%s\nusage: fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync] "
+               "%s\nusage: fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync,whatif] "
                "[--tsv FILE] [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]\n",
                msg);
   return 2;

@@ -14,9 +14,10 @@
  *
  * Loss callbacks run on the client's I/O thread, one per client. Keep them short and do not block
  * there: nothing else of that client (keep-alive, other callbacks, answers) runs meanwhile. From a
- * callback, every function that talks to the sidecar returns FK_ERR_WRONG_THREAD instead of
- * deadlocking; the local getters, fk_lease_check_in(), fk_lease_free() and fk_client_close() work
- * (the last two finish their work after the callback returns).
+ * callback, every call that would talk to the sidecar returns FK_ERR_WRONG_THREAD instead of
+ * deadlocking (a lost lease answers FK_ERR_EXPIRED or FK_ERR_LOST first, without asking); the
+ * local getters, fk_lease_check_in(), fk_lease_free() and fk_client_close() work (the last two
+ * finish their work after the callback returns).
  *
  * Keep-alive renews a lease every ttl/3 from the I/O thread while the process lives. With
  * renew_only_if_checked_in it renews only if fk_lease_check_in() was called since the previous
