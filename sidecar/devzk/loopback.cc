@@ -62,11 +62,6 @@ bool waitFor(int fd, short events, Clock::time_point deadline) {
 
 }  // namespace
 
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 int freeLoopbackPort() { return freeLoopbackPorts(1).front(); }
 
 std::vector<int> freeLoopbackPorts(size_t n) {

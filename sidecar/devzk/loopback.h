@@ -9,30 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "sidecar/common/unique_fd.h"
+
 namespace fencekeeper::devzk {
-
-// Owns one file descriptor; closes it on destruction.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(other.release());
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 // A TCP port on 127.0.0.1 that nothing listens on right now. The kernel picks it (bind to port 0),
 // so it comes from the ephemeral range; Linux hands bind() odd ports and connect() even ones

@@ -20,7 +20,6 @@ namespace fencekeeper::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using devzk::UniqueFd;
 
 constexpr size_t kChunk = 64 * 1024;
 // How long a cut connection's server side is drained (its replies discarded) before it is closed

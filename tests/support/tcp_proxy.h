@@ -76,8 +76,8 @@ class TcpProxy {
   void triggerCut(Conn& conn, const char* data, size_t size);
 
   const int upstreamPort_;
-  devzk::UniqueFd listen_;
-  devzk::UniqueFd wakeFd_;
+  UniqueFd listen_;
+  UniqueFd wakeFd_;
   int port_ = 0;
 
   std::mutex mu_;

@@ -5,32 +5,33 @@
 
 #include <utility>
 
-namespace fencekeeper::store {
+namespace fencekeeper {
 
 class UniqueFd {
  public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
   UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      close();
-      fd_ = std::exchange(other.fd_, -1);
-    }
+    if (this != &other) reset(other.release());
     return *this;
   }
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { close(); }
+  ~UniqueFd() { reset(); }
 
   int get() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
-  void close() {
-    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  int release() { return std::exchange(fd_, -1); }
+  // Closes the one held (if any) and holds `fd` instead.
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
   }
+  void close() { reset(); }
 
  private:
   int fd_ = -1;
 };
 
-}  // namespace fencekeeper::store
+}  // namespace fencekeeper
