@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Builds fencekeeper and runs every test: unit tests against the in-memory ZooKeeper, integration
 # and fault tests against real ZooKeeper servers (started on 127.0.0.1 by the tests themselves),
-# and the Python tests (kazoo interop). Exits non-zero when any test fails.
+# the C ABI and Python tests, and kazoo interop. Exits non-zero when any test fails.
+# FK_SANITIZERS=1 then builds the whole tree again with ASan+UBSan (build-asan/) and runs every
+# test once more there (CI does).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/scripts/build.sh"
-build="${FK_BUILD_DIR:-$here/build}"
-cd "$build"
+cd "${FK_BUILD_DIR:-$here/build}"
 ctest --output-on-failure --timeout 600 -j"${FK_TEST_JOBS:-2}"
+if [ "${FK_SANITIZERS:-0}" = 1 ]; then
+  echo "== again under AddressSanitizer + UndefinedBehaviorSanitizer"
+  FK_BUILD_DIR="$here/build-asan" FK_CMAKE_ARGS="-DFK_SANITIZE=address,undefined" \
+    bash "$here/scripts/build.sh"
+  cd "$here/build-asan"
+  ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}"
+fi
