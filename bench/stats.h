@@ -81,12 +81,12 @@ class Table {
     return rows_.back();
   }
   void print(FILE* out) const {
-    std::fprintf(out, "%-4s %-54s %7s %10s %10s %10s  %s\n", "#", "what", "n", "median", "p99",
+    std::fprintf(out, "%-6s %-54s %7s %10s %10s %10s  %s\n", "#", "what", "n", "median", "p99",
                  "max", "note");
     for (auto& r : rows_) {
       std::string n = std::to_string(r.n);
       if (r.failures) n += "!" + std::to_string(r.failures);
-      std::fprintf(out, "%-4s %-54s %7s %10s %10s %10s  %s\n", r.id.c_str(), r.label.c_str(),
+      std::fprintf(out, "%-6s %-54s %7s %10s %10s %10s  %s\n", r.id.c_str(), r.label.c_str(),
                    n.c_str(), human(r.median).c_str(), human(r.p99).c_str(), human(r.max).c_str(),
                    r.note.c_str());
     }

@@ -47,6 +47,8 @@ Stat copyStat(const ::Stat* s) {
   return out;
 }
 
+constexpr int kResolutionDelayMs = 10'000;
+
 void logToSpdlog(const char* message) { spdlog::debug("zookeeper client: {}", message); }
 
 }  // namespace
@@ -206,6 +208,9 @@ void reopen(const std::shared_ptr<Shared>& shared) {
     return;
   }
   shared->handleCtx = ctx;
+  // By default the client resolves its host list again before nearly every send (measured: 13-33%
+  // of a create+delete). Once every 10 s still follows DNS changes of an ensemble's names.
+  zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
 }
 
 // A session event, on the loop thread: update the state, reopen after expiry, tell the listener.
