@@ -19,7 +19,8 @@
  * local getters, fk_lease_check_in(), fk_lease_free() and fk_client_close() work (the last two
  * finish their work after the callback returns).
  *
- * Keep-alive renews a lease every ttl/3 from the I/O thread while the process lives. With
+ * Keep-alive renews a lease from the I/O thread while the process lives, three times per validity
+ * granted (the TTL, or less when the sidecar can vouch for its ZooKeeper session for less). With
  * renew_only_if_checked_in it renews only if fk_lease_check_in() was called since the previous
  * renew, so a hung application loses its lease instead of being kept alive by a healthy thread.
  *
@@ -58,18 +59,18 @@ extern "C" {
 /* Outcomes: the sidecar's schema (ipc/fencekeeper.capnp, enum Error) plus the client's own. */
 typedef enum fk_error_code {
   FK_OK = 0,
-  FK_ERR_INVALID_NAME = 1,        /* lock name malformed; do not retry as is */
-  FK_ERR_INVALID_ARGUMENT = 2,    /* e.g. TTL out of the sidecar's bounds, owner label too long */
-  FK_ERR_TIMED_OUT = 3,           /* not granted within wait_ms (wait_ms 0: held by someone else) */
-  FK_ERR_NOT_HELD = 4,            /* the lease was released already */
-  FK_ERR_EXPIRED = 5,             /* the TTL ran out before a renew: lost; acquire again */
-  FK_ERR_LOST = 6,                /* lost another way (see fk_loss_reason) */
-  FK_ERR_ZK_UNAVAILABLE = 7,      /* the sidecar cannot reach ZooKeeper now: retry later */
-  FK_ERR_SHUTTING_DOWN = 8,       /* the sidecar is stopping */
-  FK_ERR_LIMIT_REACHED = 9,       /* too many leases or waiters on this sidecar or connection */
-  FK_ERR_INTERNAL = 10,           /* a bug: report it */
+  FK_ERR_INVALID_NAME = 1,     /* lock name malformed; do not retry as is */
+  FK_ERR_INVALID_ARGUMENT = 2, /* e.g. TTL out of the sidecar's bounds, owner label too long */
+  FK_ERR_TIMED_OUT = 3,        /* not granted within wait_ms (wait_ms 0: held by someone else) */
+  FK_ERR_NOT_HELD = 4,         /* the lease was released already */
+  FK_ERR_EXPIRED = 5,          /* the TTL ran out before a renew: lost; acquire again */
+  FK_ERR_LOST = 6,             /* lost another way (see fk_loss_reason) */
+  FK_ERR_ZK_UNAVAILABLE = 7,   /* the sidecar cannot reach ZooKeeper now: retry later */
+  FK_ERR_SHUTTING_DOWN = 8,    /* the sidecar is stopping */
+  FK_ERR_LIMIT_REACHED = 9,    /* too many leases or waiters on this sidecar or connection */
+  FK_ERR_INTERNAL = 10,        /* a bug: report it */
   FK_ERR_SIDECAR_UNAVAILABLE = 100, /* cannot connect, the connection dropped, client closed */
-  FK_ERR_WRONG_THREAD = 101       /* called from a loss callback, on the client's I/O thread */
+  FK_ERR_WRONG_THREAD = 101         /* called from a loss callback, on the client's I/O thread */
 } fk_error_code;
 
 /* Why a lease was lost (the `reason` of on_lost). */
@@ -86,8 +87,8 @@ typedef enum fk_loss_reason {
 #define FK_MESSAGE_MAX 256
 
 typedef struct fk_error {
-  int code;                       /* an fk_error_code */
-  char message[FK_MESSAGE_MAX];   /* for people; NUL-terminated, truncated to fit */
+  int code;                     /* an fk_error_code */
+  char message[FK_MESSAGE_MAX]; /* for people; NUL-terminated, truncated to fit */
 } fk_error;
 
 typedef struct fk_client fk_client;
@@ -106,7 +107,7 @@ typedef struct fk_acquire_options {
   uint32_t ttl_ms;              /* the lease's TTL; default 30000 (0 also means 30000) */
   uint32_t wait_ms;             /* how long to queue for the lock; default 0: try once */
   const char* owner_label;      /* shown by holder queries; default NULL (none); copied */
-  int keep_alive;               /* renew every ttl/3 from the I/O thread; default 1 */
+  int keep_alive;               /* renew from the I/O thread; default 1 */
   int renew_only_if_checked_in; /* keep-alive renews only after fk_lease_check_in(); default 0 */
   int exit_on_loss;             /* on loss, print a line to stderr and _exit(70); default 0 */
   fk_lost_fn on_lost;           /* default NULL */
@@ -115,15 +116,16 @@ typedef struct fk_acquire_options {
 
 #define FK_OWNER_LABEL_MAX 256
 
+/* Who holds a lock. `owner_label` is NUL-terminated and cut to FK_OWNER_LABEL_MAX bytes (only a
+ * holder outside fencekeeper, e.g. a kazoo client, can have a longer one). */
 typedef struct fk_holder_info {
-  size_t size;                  /* set to sizeof(fk_holder_info) before the call */
+  size_t size; /* set to sizeof(fk_holder_info) before the call */
   int held;
-  uint64_t token;               /* the holder's fencing token (its node's czxid) */
-  char owner_label[FK_OWNER_LABEL_MAX + 1]; /* NUL-terminated; truncated (only a holder outside
-                                               fencekeeper, e.g. kazoo, can have a longer one) */
-  int64_t since_unix_ms;        /* grant time if this sidecar holds it, else the node's ctime */
-  uint32_t waiters;             /* contenders queued behind the holder, from any client */
-  int this_sidecar;             /* held through this sidecar's ZooKeeper session */
+  uint64_t token; /* the holder's fencing token (its node's czxid) */
+  char owner_label[FK_OWNER_LABEL_MAX + 1];
+  int64_t since_unix_ms; /* grant time if this sidecar holds it, else the node's ctime */
+  uint32_t waiters;      /* contenders queued behind the holder, from any client */
+  int this_sidecar;      /* held through this sidecar's ZooKeeper session */
 } fk_holder_info;
 
 /* Connects to the sidecar's socket: `socket_path`, or when NULL $FENCEKEEPER_SOCKET, else

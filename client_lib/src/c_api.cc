@@ -1,8 +1,5 @@
 // The C ABI (fencekeeper.h) over the C++ client: handles own the C++ objects, every entry point
 // catches everything, and codes pass through unchanged (the enums share their values).
-#define FK_BUILDING_LIBRARY
-#include "fencekeeper.h"
-
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -10,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "fencekeeper.h"
 #include "fencekeeper/client.h"
 
 struct fk_client {

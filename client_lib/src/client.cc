@@ -91,7 +91,10 @@ struct LeaseState {
   // the sidecar can vouch for its ZooKeeper session, which may be much shorter than the TTL.
   Millis renewPeriod() const {
     std::lock_guard<std::mutex> lock(mutex);
-    return std::max(Millis(1), std::min(options.ttl, Millis(lastValidMs)) / 3);
+    // (A TTL of 0 asks for the sidecar's default: only the validity granted says how long.)
+    Millis valid(lastValidMs);
+    Millis bound = options.ttl.count() > 0 ? std::min(options.ttl, valid) : valid;
+    return std::max(Millis(1), bound / 3);
   }
   Status stateError() const {
     std::lock_guard<std::mutex> lock(mutex);

@@ -12,23 +12,23 @@
 
 #include "fencekeeper.h"
 
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-      return __LINE__;                                                            \
-    }                                                                             \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      return __LINE__;                                                         \
+    }                                                                          \
   } while (0)
 
 /* `call` must return `want` and report the same code in the scenario's `err`. */
-#define CHECK_CODE(want, call)                                                          \
-  do {                                                                                  \
-    int got_ = (call);                                                                  \
-    if (got_ != (want) || err.code != got_) {                                           \
-      fprintf(stderr, "%s:%d: %s returned %d (%s: %s), want %d\n", __FILE__, __LINE__, \
-              #call, got_, fk_error_name(got_), err.message, (want));                   \
-      return __LINE__;                                                                  \
-    }                                                                                   \
+#define CHECK_CODE(want, call)                                                                \
+  do {                                                                                        \
+    int got_ = (call);                                                                        \
+    if (got_ != (want) || err.code != got_) {                                                 \
+      fprintf(stderr, "%s:%d: %s returned %d (%s: %s), want %d\n", __FILE__, __LINE__, #call, \
+              got_, fk_error_name(got_), err.message, (want));                                \
+      return __LINE__;                                                                        \
+    }                                                                                         \
   } while (0)
 
 static int64_t now_ms(void) {
@@ -45,11 +45,11 @@ static void sleep_ms(int64_t ms) {
 }
 
 /* Polls `cond` every 10 ms for up to `ms`, then checks it. */
-#define CHECK_SOON(cond, ms)                                      \
-  do {                                                            \
-    int64_t until_ = now_ms() + (ms);                             \
-    while (!(cond) && now_ms() < until_) sleep_ms(10);            \
-    CHECK(cond);                                                  \
+#define CHECK_SOON(cond, ms)                           \
+  do {                                                 \
+    int64_t until_ = now_ms() + (ms);                  \
+    while (!(cond) && now_ms() < until_) sleep_ms(10); \
+    CHECK(cond);                                       \
   } while (0)
 
 /* What a loss callback saw, and what it does from the I/O thread. */
@@ -59,12 +59,12 @@ typedef struct loss_record {
   uint64_t token;
   int reason;
   int64_t at_ms;
-  fk_lease* lease;     /* tried from the callback, which must get FK_ERR_WRONG_THREAD */
+  fk_lease* lease; /* tried from the callback, which must get FK_ERR_WRONG_THREAD */
   fk_client* client;
   int renew_code;
   int holder_code;
-  int free_lease;      /* the callback frees `lease` */
-  int close_client;    /* the callback closes `client` */
+  int free_lease;   /* the callback frees `lease` */
+  int close_client; /* the callback closes `client` */
 } loss_record;
 
 static void record_init(loss_record* r) {
@@ -245,8 +245,7 @@ int fk_scenario_invalid_arguments(const char* socket) {
   fk_acquire_options_init(&newer.known);
   newer.known.size = sizeof(newer);
   newer.future = 1;
-  CHECK_CODE(FK_ERR_INVALID_ARGUMENT,
-             fk_acquire(client, "c-abi/args", &newer.known, &lease, &err));
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, "c-abi/args", &newer.known, &lease, &err));
   newer.future = 0;
   CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/args", &newer.known, &lease, &err));
   fk_lease_free(lease);

@@ -18,7 +18,9 @@ class CAbiTest : public ::testing::Test {
 };
 
 // A scenario's result is the line of its first failed check (0: all passed).
-TEST_F(CAbiTest, AcquireTokenRenewRelease) { EXPECT_EQ(fk_scenario_lifecycle(socket().c_str()), 0); }
+TEST_F(CAbiTest, AcquireTokenRenewRelease) {
+  EXPECT_EQ(fk_scenario_lifecycle(socket().c_str()), 0);
+}
 
 TEST_F(CAbiTest, TryAcquireOnABusyLockTimesOut) {
   EXPECT_EQ(fk_scenario_try_acquire_busy(socket().c_str()), 0);

@@ -362,6 +362,26 @@ TEST_F(LeaseTest, KeepAliveRenewsOnlyWhileTheApplicationChecksIn) {
   EXPECT_EQ(lease->renew().code, ErrorCode::kExpired);
 }
 
+// Regression: a TTL of 0 (the sidecar's default) once made keep-alive renew every millisecond.
+TEST_F(LeaseTest, DefaultTtlKeepsALeaseAliveWithoutSpinning) {
+  cluster.startSidecar();
+  auto client = cluster.connect(0);
+  auto lease = client->acquire("default-ttl", waitFor(milliseconds(0), milliseconds(0)));
+  ASSERT_TRUE(lease);
+  std::this_thread::sleep_for(milliseconds(1000));  // the span being observed
+  EXPECT_FALSE(lease->lost());
+  EXPECT_GT(lease->validFor(), milliseconds(0));
+  // The sidecar logs each renew (at debug): about three per validity (~1.4 s here), not hundreds.
+  std::string log = cluster.sidecar(0).log();
+  size_t renews = 0;
+  for (size_t at = log.find("renew lock=default-ttl"); at != std::string::npos;
+       at = log.find("renew lock=default-ttl", at + 1)) {
+    ++renews;
+  }
+  EXPECT_GE(renews, 1u);
+  EXPECT_LE(renews, 10u);
+}
+
 TEST_F(LeaseTest, LocalValidityTracksTheSidecarsAnswer) {
   cluster.startSidecar();
   auto client = cluster.connect(0);

@@ -1,0 +1,28 @@
+"""fencekeeper: fenced leases on named locks from the pod's fencekeeper sidecar.
+
+    import fencekeeper
+
+    with fencekeeper.Client() as client:              # $FENCEKEEPER_SOCKET or the default
+        with client.lock("reconcile", ttl=30) as lease:
+            store.write(data, fence_token=lease.token)
+
+Loss is fatal to the work in hand: once a lease is lost, another process may hold the lock with
+a larger token; stop at once. Storage that checks tokens rejects what a stale holder sends.
+
+Durations are seconds (int, float or timedelta). The package is pure Python over the C ABI of
+libfencekeeper.so (ctypes), found through $FENCEKEEPER_LIB, next to this package, the build
+tree, or the system loader.
+"""
+from .client import Client, HolderInfo, Lease, LostCallback, Seconds
+from .errors import (ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
+                     InvalidName, LimitReached, LossReason, Lost, NotHeld, ShuttingDown,
+                     SidecarUnavailable, TimedOut, WrongThread, ZkUnavailable)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "Lease", "HolderInfo", "LostCallback", "Seconds", "ErrorCode", "LossReason",
+    "FencekeeperError", "InvalidName", "InvalidArgument", "TimedOut", "NotHeld", "Expired",
+    "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError",
+    "SidecarUnavailable", "WrongThread",
+]

@@ -1,0 +1,123 @@
+"""Finds libfencekeeper.so and declares its C ABI (client_lib/include/fencekeeper.h) for ctypes.
+
+The library is looked for in order: $FENCEKEEPER_LIB (a path, used alone when set), next to
+this package, the build tree ($FK_BUILD_DIR or <repo>/build, when running from the source tree),
+then the system loader. It is loaded on first use, so importing the package never fails.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+LIB_FILE = "libfencekeeper.so"
+MESSAGE_MAX = 256
+OWNER_LABEL_MAX = 256
+
+
+class Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * MESSAGE_MAX)]
+
+
+LostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int)
+
+
+class AcquireOptions(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("ttl_ms", ctypes.c_uint32),
+        ("wait_ms", ctypes.c_uint32),
+        ("owner_label", ctypes.c_char_p),
+        ("keep_alive", ctypes.c_int),
+        ("renew_only_if_checked_in", ctypes.c_int),
+        ("exit_on_loss", ctypes.c_int),
+        ("on_lost", LostFn),
+        ("user_data", ctypes.c_void_p),
+    ]
+
+
+class HolderInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("held", ctypes.c_int),
+        ("token", ctypes.c_uint64),
+        ("owner_label", ctypes.c_char * (OWNER_LABEL_MAX + 1)),
+        ("since_unix_ms", ctypes.c_int64),
+        ("waiters", ctypes.c_uint32),
+        ("this_sidecar", ctypes.c_int),
+    ]
+
+
+_P = ctypes.c_void_p  # fk_client* and fk_lease*: opaque
+_ERR = ctypes.POINTER(Error)
+
+_PROTOTYPES = {
+    "fk_connect": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P), _ERR]),
+    "fk_client_close": (None, [_P]),
+    "fk_acquire_options_init": (None, [ctypes.POINTER(AcquireOptions)]),
+    "fk_acquire": (ctypes.c_int,
+                   [_P, ctypes.c_char_p, ctypes.POINTER(AcquireOptions), ctypes.POINTER(_P), _ERR]),
+    "fk_lease_name": (ctypes.c_char_p, [_P]),
+    "fk_lease_token": (ctypes.c_uint64, [_P]),
+    "fk_lease_valid_for_ms": (ctypes.c_int64, [_P]),
+    "fk_lease_lost": (ctypes.c_int, [_P]),
+    "fk_lease_check": (ctypes.c_int,
+                       [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int64), _ERR]),
+    "fk_lease_renew": (ctypes.c_int, [_P, ctypes.c_uint32, _ERR]),
+    "fk_lease_check_in": (None, [_P]),
+    "fk_lease_set_keep_alive": (ctypes.c_int, [_P, ctypes.c_int, _ERR]),
+    "fk_lease_release": (ctypes.c_int, [_P, _ERR]),
+    "fk_lease_free": (None, [_P]),
+    "fk_holder": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(HolderInfo), _ERR]),
+    "fk_error_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "fk_loss_reason_name": (ctypes.c_char_p, [ctypes.c_int]),
+}
+
+_lib: Optional[ctypes.CDLL] = None
+_lock = threading.Lock()
+
+
+def _candidates() -> Iterator[str]:
+    explicit = os.environ.get("FENCEKEEPER_LIB")
+    if explicit:
+        yield explicit
+        return
+    here = Path(__file__).resolve().parent
+    yield str(here / LIB_FILE)
+    repo = here.parent.parent.parent  # from <repo>/client_lib/python/fencekeeper
+    builds = [os.environ.get("FK_BUILD_DIR"), str(repo / "build")]
+    for build in filter(None, builds):
+        yield str(Path(build) / "client_lib" / LIB_FILE)
+    yield ctypes.util.find_library("fencekeeper") or LIB_FILE
+
+
+def _load() -> ctypes.CDLL:
+    tried: List[str] = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (missing)")
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        return lib
+    raise OSError("fencekeeper: cannot load %s; set FENCEKEEPER_LIB to its path. Tried: %s" %
+                  (LIB_FILE, "; ".join(tried)))
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library, its functions declared (loads it on the first call)."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            _lib = _load()
+        return _lib

@@ -1,0 +1,320 @@
+"""Client and Lease over the C ABI (fencekeeper.h) of libfencekeeper.so."""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import datetime
+import math
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional, Union
+
+from . import _native
+from .errors import (ErrorCode, InvalidArgument, LossReason, NotHeld, SidecarUnavailable,
+                     error_for)
+
+#: A duration: seconds (int or float) or a timedelta.
+Seconds = Union[float, int, datetime.timedelta]
+#: ``on_lost(token, reason)``: called once, on the client's I/O thread, when a lease is lost.
+LostCallback = Callable[[int, LossReason], None]
+
+_UINT32_MAX = 0xFFFFFFFF
+
+
+def _millis(value: Seconds, what: str, allow_zero: bool) -> int:
+    """Seconds (or a timedelta) as the whole milliseconds of the C ABI."""
+    if isinstance(value, datetime.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise TypeError("%s must be seconds (int, float or timedelta), not %r" % (what, value))
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InvalidArgument("%s must be a finite, non-negative duration, not %r" % (what, value))
+    ms = round(seconds * 1000)
+    if ms > _UINT32_MAX:
+        raise InvalidArgument("%s must be at most %d ms, not %r s" % (what, _UINT32_MAX, value))
+    if ms == 0 and not allow_zero:
+        raise InvalidArgument("%s must be at least 1 ms, not %r s" % (what, value))
+    return ms
+
+
+def _check(code: int, err: _native.Error) -> None:
+    if code != ErrorCode.OK:
+        raise error_for(code, err.message.decode("utf-8", "replace"))
+
+
+def _loss_reason(reason: int) -> LossReason:
+    try:
+        return LossReason(reason)
+    except ValueError:  # a reason newer than this package: still a loss
+        return reason  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class HolderInfo:
+    """Who holds a lock, through any sidecar or a kazoo client (see :meth:`Client.holder`)."""
+
+    held: bool
+    token: int  #: the holder's fencing token (its node's czxid); 0 when free
+    owner: str  #: the holder's owner label
+    since_unix_ms: int  #: grant time if this sidecar holds it, else the node's ctime
+    waiters: int  #: contenders queued behind the holder, from any client
+    this_sidecar: bool  #: held through this sidecar's ZooKeeper session
+
+    @property
+    def since(self) -> Optional[datetime.datetime]:
+        """``since_unix_ms`` as an aware UTC datetime; None when the lock is free."""
+        if not self.held:
+            return None
+        return datetime.datetime.fromtimestamp(self.since_unix_ms / 1000, datetime.timezone.utc)
+
+
+class Lease:
+    """A granted lease on a named lock. Get one from :meth:`Client.acquire` or
+    :meth:`Client.lock`; do not construct it.
+
+    Loss is fatal to the work in hand: when the lease is lost (``lost`` turns true, ``on_lost``
+    is called, a call raises :class:`~fencekeeper.Lost` or :class:`~fencekeeper.Expired`),
+    another process may already hold the lock with a larger token. Stop at once.
+
+    As a context manager it releases the lease on exit. If the lease was lost meanwhile and the
+    block raised nothing, the exit raises :class:`~fencekeeper.Lost` (or ``Expired``): the block's
+    work was not covered by the lease all along.
+
+    Every method is safe from any thread, except from an ``on_lost`` callback (calls that need
+    the sidecar raise :class:`~fencekeeper.WrongThread` there). The lease keeps its client object
+    alive; it is released when garbage collected, if still held.
+    """
+
+    def __init__(self, client: Client, handle: ctypes.c_void_p, name: str,
+                 callback: Optional[object]) -> None:
+        self._lib = client._lib
+        self._client = client
+        self._handle = handle
+        self._name = name
+        # The C library calls this pointer until the handle is freed: it must live as long.
+        self._callback = callback
+        self._token = int(self._lib.fk_lease_token(handle))
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+        return self._name
+
+    @property
+    def token(self) -> int:
+        """The fencing token: send it with every request to storage, which rejects a token lower
+        than the highest it has seen."""
+        return self._token
+
+    @property
+    def valid_for(self) -> float:
+        """Seconds the lease is known valid from now, from the sidecar's last answer; 0.0 once
+        lost, released or past. Local: no round trip."""
+        return self._lib.fk_lease_valid_for_ms(self._handle) / 1000.0
+
+    @property
+    def lost(self) -> bool:
+        """True once the lease was lost (not when released)."""
+        return bool(self._lib.fk_lease_lost(self._handle))
+
+    def check(self) -> float:
+        """Asks the sidecar whether the lease still holds; returns how many seconds it stays
+        valid. Raises :class:`~fencekeeper.Lost`, ``Expired`` or ``NotHeld`` otherwise."""
+        valid_ms = ctypes.c_int64()
+        err = _native.Error()
+        _check(self._lib.fk_lease_check(self._handle, None, ctypes.byref(valid_ms),
+                                        ctypes.byref(err)), err)
+        return valid_ms.value / 1000.0
+
+    def renew(self, ttl: Optional[Seconds] = None) -> float:
+        """Extends the lease to ``ttl`` seconds from now (None: the TTL it was acquired or last
+        renewed with); returns the seconds it is now valid for."""
+        ttl_ms = 0 if ttl is None else _millis(ttl, "ttl", allow_zero=False)
+        err = _native.Error()
+        _check(self._lib.fk_lease_renew(self._handle, ttl_ms, ctypes.byref(err)), err)
+        return self.valid_for
+
+    def check_in(self) -> None:
+        """Tells keep-alive that the application is alive: with ``renew_only_if_checked_in``,
+        keep-alive renews only if this was called since its previous renew."""
+        self._lib.fk_lease_check_in(self._handle)
+
+    def set_keep_alive(self, on: bool) -> None:
+        """Starts or stops keep-alive: renewing the lease from the client's I/O thread."""
+        err = _native.Error()
+        _check(self._lib.fk_lease_set_keep_alive(self._handle, 1 if on else 0,
+                                                 ctypes.byref(err)), err)
+
+    def release(self) -> None:
+        """Releases the lease: the next in line gets the lock. Raises ``NotHeld`` if released
+        already, ``Lost``/``Expired`` if it was lost."""
+        err = _native.Error()
+        _check(self._lib.fk_lease_release(self._handle, ctypes.byref(err)), err)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.release()
+        except NotHeld:
+            pass  # released inside the block
+        except Exception:
+            if exc_type is None:
+                raise
+            # The block's own exception is the one to report.
+
+    def __del__(self) -> None:
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.fk_lease_free(handle)
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost else "valid for %.3f s" % self.valid_for
+        return "<fencekeeper.Lease %r token=%d %s>" % (self._name, self._token, state)
+
+
+class Client:
+    """A connection to the pod's fencekeeper sidecar, with its own I/O thread (which renews
+    leases and runs ``on_lost`` callbacks).
+
+    ``socket``: the sidecar's Unix socket; None: ``$FENCEKEEPER_SOCKET``, else
+    ``/run/fencekeeper/fencekeeper.sock``. Raises :class:`~fencekeeper.SidecarUnavailable` when
+    it cannot connect.
+
+    Use it as a context manager or call :meth:`close`. Every method is safe from any thread.
+    """
+
+    def __init__(self, socket: Union[str, os.PathLike, None] = None) -> None:
+        self._lib = _native.lib()
+        self._mutex = threading.Lock()
+        self._calls = 0  # calls in progress: closing waits for none of them (see close)
+        self._closed = False
+        handle = ctypes.c_void_p()
+        err = _native.Error()
+        path = None if socket is None else os.fsencode(socket)
+        _check(self._lib.fk_connect(path, ctypes.byref(handle), ctypes.byref(err)), err)
+        self._handle = handle
+        _open_clients.add(self)
+
+    def acquire(self, name: str, ttl: Seconds = 30, wait: Seconds = 0, owner: Optional[str] = None,
+                keep_alive: bool = True, renew_only_if_checked_in: bool = False,
+                on_lost: Optional[LostCallback] = None) -> Lease:
+        """Queues for the lock ``name`` and blocks until it is granted (also available as
+        :meth:`lock`, which reads best in a ``with`` statement).
+
+        :param ttl: the lease's TTL in seconds.
+        :param wait: how long to queue for the lock in seconds; 0 tries once.
+        :param owner: a label that holder queries show (``fencectl holder``).
+        :param keep_alive: renew from the client's I/O thread while the process lives, three
+            times per validity granted (the TTL, or less when the sidecar can vouch for its
+            ZooKeeper session for less).
+        :param renew_only_if_checked_in: keep-alive renews only if :meth:`Lease.check_in` was
+            called since its previous renew, so a hung application loses its lease.
+        :param on_lost: ``on_lost(token, reason)``, called once on the client's I/O thread when
+            the lease is lost (not when released). Keep it short; calling the client or the
+            lease from it raises :class:`~fencekeeper.WrongThread`.
+        :raises TimedOut: not granted within ``wait`` (``wait=0``: someone holds it).
+        :raises InvalidName: the name is malformed.
+        """
+        options = _native.AcquireOptions()
+        self._lib.fk_acquire_options_init(ctypes.byref(options))
+        options.ttl_ms = _millis(ttl, "ttl", allow_zero=False)
+        options.wait_ms = _millis(wait, "wait", allow_zero=True)
+        options.owner_label = None if owner is None else owner.encode("utf-8")
+        options.keep_alive = 1 if keep_alive else 0
+        options.renew_only_if_checked_in = 1 if renew_only_if_checked_in else 0
+        callback = None
+        if on_lost is not None:
+            def trampoline(_user_data: Optional[int], token: int, reason: int) -> None:
+                on_lost(token, _loss_reason(reason))
+            callback = _native.LostFn(trampoline)
+            options.on_lost = callback
+        lease = ctypes.c_void_p()
+        err = _native.Error()
+        with self._in_call() as handle:
+            code = self._lib.fk_acquire(handle, name.encode("utf-8"), ctypes.byref(options),
+                                        ctypes.byref(lease), ctypes.byref(err))
+        _check(code, err)
+        return Lease(self, lease, name, callback)
+
+    lock = acquire
+
+    def holder(self, name: str) -> HolderInfo:
+        """Who holds the lock ``name`` (through any sidecar, or a kazoo client)."""
+        info = _native.HolderInfo()
+        info.size = ctypes.sizeof(info)
+        err = _native.Error()
+        with self._in_call() as handle:
+            code = self._lib.fk_holder(handle, name.encode("utf-8"), ctypes.byref(info),
+                                       ctypes.byref(err))
+        _check(code, err)
+        return HolderInfo(held=bool(info.held), token=int(info.token),
+                          owner=info.owner_label.decode("utf-8", "replace"),
+                          since_unix_ms=int(info.since_unix_ms), waiters=int(info.waiters),
+                          this_sidecar=bool(info.this_sidecar))
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Closes the connection; the leases still held through it are released (without
+        ``on_lost``) and their objects then report a released lease. Does not wait for calls in
+        progress on other threads: the last of them to return completes the close."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            if self._calls:
+                return
+        self._close_handle()
+
+    def _close_handle(self) -> None:
+        handle, self._handle = self._handle, None
+        self._lib.fk_client_close(handle)
+
+    @contextlib.contextmanager
+    def _in_call(self) -> Iterator[ctypes.c_void_p]:
+        """Counts a call in progress (the handle must outlive it) and yields the handle."""
+        with self._mutex:
+            if self._closed:
+                raise SidecarUnavailable("the client is closed")
+            self._calls += 1
+        try:
+            yield self._handle
+        finally:
+            with self._mutex:
+                self._calls -= 1
+                last = self._closed and self._calls == 0
+            if last:
+                self._close_handle()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None):
+            self.close()
+
+    def __repr__(self) -> str:
+        return "<fencekeeper.Client %s>" % ("closed" if self._closed else "open")
+
+
+# Clients still open at exit are closed before the interpreter finalizes, so that no I/O thread
+# calls into Python (on_lost) while it is being torn down.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clients() -> None:
+    for client in list(_open_clients):
+        client.close()

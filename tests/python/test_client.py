@@ -1,0 +1,215 @@
+"""The Python package (client_lib/python, over libfencekeeper.so) against a real ZooKeeper and a
+real sidecar, and its offline install into a venv.
+
+Run by ctest with Debian's interpreter:
+
+    FK_BUILD_DIR=build PYTHONPATH=client_lib/python \\
+    FENCEKEEPER_LIB=build/client_lib/libfencekeeper.so \\
+    /usr/bin/python3 -m unittest discover -v -s tests/python
+"""
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import fencekeeper
+from fencekeeper import ErrorCode, LossReason
+
+import fk_harness
+
+
+class ClientTest(fk_harness.ClusterTestCase):
+
+    def setUp(self):
+        self.client = fencekeeper.Client(self.socket)
+        self.addCleanup(self.client.close)
+
+    def wait_free(self, name):
+        fk_harness.wait_until(lambda: not self.client.holder(name).held, 10, "%s to be free" % name)
+
+    def test_with_statement_holds_then_releases(self):
+        with self.client.lock("py/with", ttl=5, owner="py-with") as lease:
+            self.assertEqual(lease.name, "py/with")
+            self.assertGreater(lease.token, 0)
+            self.assertFalse(lease.lost)
+            self.assertTrue(0 < lease.valid_for <= 5, lease.valid_for)
+            info = self.client.holder("py/with")
+            self.assertTrue(info.held)
+            self.assertEqual((info.token, info.owner), (lease.token, "py-with"))
+            self.assertGreater(lease.check(), 0)
+            self.assertGreater(lease.renew(8), 0)
+            self.assertGreater(lease.renew(), 0)
+        self.assertEqual(lease.valid_for, 0.0)
+        self.assertFalse(lease.lost)
+        self.wait_free("py/with")
+        with self.assertRaises(fencekeeper.NotHeld):
+            lease.release()
+
+    def test_token_rises_across_two_holders(self):
+        with fencekeeper.Client(self.socket) as other:
+            first = self.client.acquire("py/rising")
+            got = {}
+            waiter = threading.Thread(
+                target=lambda: got.update(lease=other.acquire("py/rising", wait=10)))
+            waiter.start()
+            fk_harness.wait_until(lambda: self.client.holder("py/rising").waiters == 1, 10,
+                                  "the second client to queue")
+            first.release()
+            waiter.join(15)
+            self.assertIn("lease", got, "the queued acquire did not return the lease")
+            second = got["lease"]
+            self.assertGreater(second.token, first.token)
+            self.assertEqual(self.client.holder("py/rising").token, second.token)
+            second.release()
+
+    def test_try_lock_on_a_held_lock_raises_timed_out(self):
+        with self.client.lock("py/busy"), fencekeeper.Client(self.socket) as other:
+            with self.assertRaises(fencekeeper.TimedOut) as caught:
+                other.lock("py/busy")
+            self.assertEqual(caught.exception.code, ErrorCode.TIMED_OUT)
+            self.assertIsInstance(caught.exception, TimeoutError)
+            started = time.monotonic()
+            with self.assertRaises(fencekeeper.TimedOut):
+                other.lock("py/busy", wait=0.4)
+            self.assertGreaterEqual(time.monotonic() - started, 0.35)
+
+    def test_bad_names_and_arguments_raise_typed_errors(self):
+        for name in ["", "a//b", "../x", "bad name", "x" * 201]:
+            with self.subTest(name=name), self.assertRaises(fencekeeper.InvalidName) as caught:
+                self.client.lock(name)
+            self.assertEqual(caught.exception.code, ErrorCode.INVALID_NAME)
+            self.assertIsInstance(caught.exception, ValueError)
+            self.assertTrue(str(caught.exception))
+        for ttl in [0, -1, float("nan"), 0.05]:  # 0.05: below the sidecar's minimum TTL
+            with self.subTest(ttl=ttl), self.assertRaises(fencekeeper.InvalidArgument):
+                self.client.lock("py/args", ttl=ttl)
+        with self.assertRaises(TypeError):
+            self.client.lock("py/args", ttl="30")
+        with self.assertRaises(fencekeeper.SidecarUnavailable) as caught:
+            fencekeeper.Client(os.path.join(self.cluster.tmp, "nothing.sock"))
+        self.assertIsInstance(caught.exception, ConnectionError)
+
+    def test_lost_callback_fires_on_ttl_expiry_without_check_in(self):
+        calls = []
+        from_callback = []
+        done = threading.Event()
+
+        def on_lost(token, reason):
+            calls.append((token, reason))
+            try:
+                self.client.holder("py/any")
+            except fencekeeper.FencekeeperError as e:
+                from_callback.append(type(e))
+            done.set()
+
+        lease = self.client.acquire("py/no-check-in", ttl=0.6, renew_only_if_checked_in=True,
+                                    on_lost=on_lost)
+        self.assertTrue(done.wait(10), "on_lost was not called")
+        time.sleep(0.3)
+        self.assertEqual(calls, [(lease.token, LossReason.TTL_EXPIRED)])
+        self.assertIsInstance(calls[0][1], LossReason)
+        # The callback runs on the client's I/O thread: calls that need the sidecar refuse.
+        self.assertEqual(from_callback, [fencekeeper.WrongThread])
+        self.assertTrue(lease.lost)
+        self.assertEqual(lease.valid_for, 0.0)
+        with self.assertRaises(fencekeeper.Expired) as caught:
+            lease.renew()
+        self.assertIsInstance(caught.exception, fencekeeper.Lost)
+        del lease
+        self.wait_free("py/no-check-in")
+
+    def test_lost_callback_stays_silent_while_the_app_checks_in(self):
+        calls = []
+        with self.client.lock("py/check-in", ttl=0.6, renew_only_if_checked_in=True,
+                              on_lost=lambda token, reason: calls.append(reason)) as lease:
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                lease.check_in()
+                time.sleep(0.1)
+                self.assertFalse(lease.lost)
+        time.sleep(0.8)
+        self.assertEqual(calls, [])
+
+    def test_keep_alive_toggle_and_a_block_that_lost_its_lease_raises(self):
+        with self.assertRaises(fencekeeper.Expired):
+            with self.client.lock("py/keep-alive", ttl=0.6, keep_alive=False) as lease:
+                lease.set_keep_alive(True)
+                time.sleep(1.5)
+                self.assertFalse(lease.lost)
+                self.assertGreater(lease.check(), 0)
+                lease.set_keep_alive(False)
+                fk_harness.wait_until(lambda: lease.lost, 10, "the lease to expire")
+
+    def test_holder(self):
+        free = self.client.holder("py/holder")
+        self.assertEqual((free.held, free.token, free.owner, free.since), (False, 0, "", None))
+        with self.client.lock("py/holder", owner="py-holder") as lease:
+            info = self.client.holder("py/holder")
+            self.assertIsInstance(info, fencekeeper.HolderInfo)
+            self.assertTrue(info.held and info.this_sidecar)
+            self.assertEqual((info.token, info.owner, info.waiters),
+                             (lease.token, "py-holder", 0))
+            now = datetime.datetime.now(datetime.timezone.utc)
+            self.assertLess(abs((info.since - now).total_seconds()), 60)
+            r = self.fencectl("holder", "py/holder", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["token"], lease.token)
+
+    def test_close_releases_leases_and_default_socket_comes_from_the_environment(self):
+        os.environ["FENCEKEEPER_SOCKET"] = self.socket
+        try:
+            client = fencekeeper.Client()
+        finally:
+            del os.environ["FENCEKEEPER_SOCKET"]
+        lease = client.acquire("py/close", owner="py-close")
+        client.close()
+        client.close()
+        self.assertTrue(client.closed)
+        self.assertEqual(lease.valid_for, 0.0)
+        with self.assertRaises(fencekeeper.SidecarUnavailable):
+            lease.renew()
+        with self.assertRaises(fencekeeper.SidecarUnavailable):
+            client.holder("py/close")
+        self.wait_free("py/close")
+
+    def test_installs_offline_into_a_venv(self):
+        python = "/usr/bin/python3"
+        probe = subprocess.run([python, "-c", "import venv, ensurepip"], capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest("%s has no venv/ensurepip (python3-venv, python3-pip: scripts/setup.sh "
+                          "installs them)" % python)
+        tmp = tempfile.mkdtemp(prefix="fk-venv-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        # A copy: pip builds in the source tree, and others may build the same tree meanwhile.
+        source = shutil.copytree(
+            os.path.join(fk_harness.REPO, "client_lib", "python"), os.path.join(tmp, "src"),
+            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        venv = os.path.join(tmp, "venv")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+        if "FENCEKEEPER_LIB" in env:  # the commands below run in another directory
+            env["FENCEKEEPER_LIB"] = os.path.abspath(env["FENCEKEEPER_LIB"])
+        for cmd in ([python, "-m", "venv", "--system-site-packages", venv],
+                    [os.path.join(venv, "bin", "pip"), "install", "--no-build-isolation", source]):
+            r = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, "%s:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+
+        script = ("import fencekeeper\n"
+                  "print(fencekeeper.__file__)\n"
+                  "with fencekeeper.Client(%r) as c, c.lock('py/venv') as lease:\n"
+                  "    print(lease.token)\n" % self.socket)
+        r = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script], env=env, cwd=tmp,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        installed_at, token = r.stdout.split()
+        self.assertTrue(installed_at.startswith(venv + os.sep), installed_at)
+        self.assertGreater(int(token), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
