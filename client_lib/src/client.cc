@@ -1,5 +1,7 @@
 // The C++ client: a KJ event loop on its own I/O thread owns the connection and every Cap'n
-// Proto object; public calls hop onto it with kj::Executor::executeSync.
+// Proto object; public calls hop onto it through a KjLoopExecutor (a mutex-guarded queue and an
+// eventfd) and wait for the answer on a std::future. KJ's own cross-thread executor would do, but
+// its futex-based locking is invisible to ThreadSanitizer.
 #include "fencekeeper/client.h"
 
 #include <capnp/rpc-twoparty.h>
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "ipc/fencekeeper.capnp.h"
+#include "sidecar/loop/kj_loop.h"
 
 namespace fencekeeper {
 
@@ -129,7 +132,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 
   ~ClientImpl() {
     if (thread_.joinable()) {
-      if (executor_) executor_->executeSync([this] { stop_->fulfill(); });
+      post([this] { stop_->fulfill(); });
       thread_.join();
     }
   }
@@ -144,12 +147,23 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   bool connected() const { return connected_.load(); }
   bool onIoThread() const { return std::this_thread::get_id() == ioThread_; }
 
-  // Runs `fn` (returning a Promise<Status> or Status) on the I/O thread, blocking.
+  // Runs `fn` (returning a Promise<Status> or a Status) on the I/O thread and waits for it.
   template <typename Func>
   Status call(Func&& fn) {
     if (onIoThread()) return error(ErrorCode::kWrongThread);
     if (!connected_) return error(ErrorCode::kSidecarUnavailable, "not connected to the sidecar");
-    return executor_->executeSync(std::forward<Func>(fn));
+    auto result = std::make_shared<std::promise<Status>>();
+    auto answer = result->get_future();
+    bool posted = post([this, &fn, result] {
+      kj::Promise<Status> promise = kj::evalNow([&]() -> kj::Promise<Status> { return fn(); });
+      calls_->add(promise.then([result](Status s) { result->set_value(std::move(s)); }));
+    });
+    if (!posted) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+    try {
+      return answer.get();
+    } catch (const std::future_error&) {  // the I/O loop ended with the call in flight
+      return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+    }
   }
 
   std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
@@ -175,13 +189,28 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   kj::Promise<T> withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout);
   void onDisconnected();
 
+  // Hands `fn` to the I/O thread; false once its loop has ended.
+  bool post(std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(loopMutex_);
+    if (!loop_) return false;
+    loop_->post(std::move(fn));
+    return true;
+  }
+
+  struct CallErrors final : kj::TaskSet::ErrorHandler {
+    void taskFailed(kj::Exception&&) override {}  // its std::promise breaks: the caller is told
+  };
+
   const std::string socketPath_;
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
-  const kj::Executor* executor_ = nullptr;
+  std::mutex loopMutex_;                   // guards loop_ (set and reset on the I/O thread)
+  std::unique_ptr<KjLoopExecutor> loop_;  // set while the I/O loop runs
 
   // I/O thread only:
+  CallErrors callErrors_;
+  std::unique_ptr<kj::TaskSet> calls_;
   kj::Timer* timer_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> stop_;
   kj::Maybe<ipc::Sidecar::Client> sidecar_;
@@ -212,7 +241,11 @@ void ClientImpl::run(std::promise<Status>& ready) {
     }
     rpc = kj::heap<capnp::TwoPartyClient>(*stream);
     sidecar_ = rpc->bootstrap().castAs<ipc::Sidecar>();
-    executor_ = &kj::getCurrentThreadExecutor();  // only once the loop will run until stopped
+    calls_ = std::make_unique<kj::TaskSet>(callErrors_);
+    {
+      std::lock_guard<std::mutex> lock(loopMutex_);
+      loop_ = std::make_unique<KjLoopExecutor>(io.unixEventPort);
+    }
     auto disconnected = rpc->onDisconnect().then([this] { onDisconnected(); },
                                                  [this](kj::Exception&&) { onDisconnected(); })
                             .eagerlyEvaluate(nullptr);
@@ -225,6 +258,11 @@ void ClientImpl::run(std::promise<Status>& ready) {
     // outlive the client must not report a validity any more.
     for (auto& [key, lease] : leases_) lease.state->markReleased();
     leases_.clear();
+    {
+      std::lock_guard<std::mutex> lock(loopMutex_);
+      loop_.reset();  // work posted from now on is refused; work queued and not run is dropped
+    }
+    calls_.reset();  // breaks the promises of calls in flight: their callers return
     sidecar_ = nullptr;
     rpc = nullptr;
     stream = nullptr;
@@ -414,8 +452,18 @@ void ClientImpl::drop(uint64_t key) {
     kj::evalLater([this, key] { leases_.erase(key); }).detach([](kj::Exception&&) {});
     return;
   }
-  if (!executor_ || !thread_.joinable()) return;
-  executor_->executeSync([this, key] { leases_.erase(key); });
+  auto done = std::make_shared<std::promise<void>>();
+  auto erased = done->get_future();
+  if (!post([this, key, done] {
+        leases_.erase(key);
+        done->set_value();
+      })) {
+    return;  // the client is closed: its leases are gone already
+  }
+  try {
+    erased.wait();
+  } catch (const std::future_error&) {
+  }
 }
 
 Status ClientImpl::holder(const std::string& name, HolderInfo* out) {

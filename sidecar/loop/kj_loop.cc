@@ -3,7 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
+#include <kj/debug.h>
 
 #include <stdexcept>
 
@@ -16,7 +16,7 @@ KjLoopExecutor::KjLoopExecutor(kj::UnixEventPort& port)
       port, eventFd_, kj::UnixEventPort::FdObserver::OBSERVE_READ);
   draining_ = std::make_unique<kj::Promise<void>>(
       drainLoop().eagerlyEvaluate([](kj::Exception&& e) {
-        spdlog::critical("loop executor failed: {}", e.getDescription().cStr());
+        KJ_LOG(ERROR, "loop executor failed", e);
       }));
 }
 
@@ -74,7 +74,7 @@ void KjTimer::arm(uint64_t id, TimePoint when) {
 KjTimer::~KjTimer() { tasks_.reset(); }
 
 void KjTimer::taskFailed(kj::Exception&& e) {
-  spdlog::critical("timer callback failed: {}", e.getDescription().cStr());
+  KJ_LOG(ERROR, "timer callback failed", e);
 }
 
 }  // namespace fencekeeper

@@ -1,5 +1,7 @@
-// The sidecar's event loop glue: an Executor that wakes the KJ loop from other threads (an
-// eventfd it watches), and a Timer on the loop's kj::Timer. Both live on the loop thread.
+// Event loop glue: an Executor that wakes a KJ loop from other threads (an eventfd it watches, a
+// std::mutex-guarded queue: visible to ThreadSanitizer, unlike KJ's own cross-thread executor),
+// and a Timer on the loop's kj::Timer. Both live on the loop thread. The sidecar and the client
+// library's I/O thread use them.
 #pragma once
 
 #include <kj/async-io.h>
