@@ -3,7 +3,8 @@
 # and fault tests against real ZooKeeper servers (started on 127.0.0.1 by the tests themselves),
 # the C ABI and Python tests, and kazoo interop. Exits non-zero when any test fails.
 # FK_SANITIZERS=1 then builds the whole tree again with ASan+UBSan (build-asan/) and runs every
-# test once more there (CI does).
+# test once more there, and once more with TSan (build-tsan/) the tests where threads meet: the
+# client library, the sidecar's ZooKeeper hand-off, the C ABI (CI does).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/scripts/build.sh"
@@ -15,4 +16,10 @@ if [ "${FK_SANITIZERS:-0}" = 1 ]; then
     bash "$here/scripts/build.sh"
   cd "$here/build-asan"
   ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}"
+  echo "== the threaded parts again under ThreadSanitizer"
+  FK_BUILD_DIR="$here/build-tsan" FK_CMAKE_ARGS="-DFK_SANITIZE=thread" \
+    bash "$here/scripts/build.sh"
+  cd "$here/build-tsan"
+  TSAN_OPTIONS="halt_on_error=1" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}" \
+    -R "LeaseTest|CAbiTest|SessionFault|LockEngineTest"
 fi
