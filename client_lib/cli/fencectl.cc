@@ -150,8 +150,8 @@ int statusCommand(const std::string& socket, bool json) {
     std::printf("]}\n");
     return 0;
   }
-  std::printf("zookeeper:   %s, session %s, timeout %u ms\n", st.zkState.c_str(),
-              st.sessionId.c_str(), st.sessionTimeoutMs);
+  std::printf("zookeeper:   %s, session %s, timeout %u ms, vouched for %u ms\n",
+              st.zkState.c_str(), st.sessionId.c_str(), st.sessionTimeoutMs, st.safeForMs);
   std::printf("root:        %s\n", st.root.c_str());
   std::printf("leases held: %u, waiting: %u, connections: %u, grants since start: %llu\n",
               st.leasesHeld, st.waiters, st.connections,

@@ -61,6 +61,7 @@ class LeaseImpl final : public ipc::Lease::Server {
   }
 
   kj::Promise<void> release(ReleaseContext context) override {
+    context.allowCancellation();  // the node is deleted all the same; only the answer is dropped
     auto released = bridge<engine::LeaseError>();
     engine_.release(id_, kj::mv(released.callback));
     return released.promise.then(
