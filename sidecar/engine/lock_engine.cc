@@ -91,6 +91,11 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
     return refuse(LeaseError::kInvalidArgument);
   }
   if (requests_.size() >= config_.maxRequests) return refuse(LeaseError::kLimitReached);
+  // Trying once cannot succeed while ZooKeeper is out of reach and the session unproven.
+  if (spec.wait.count() == 0 && !guard_->safe() &&
+      zk_.sessionState() != zk::SessionState::kConnected) {
+    return refuse(LeaseError::kZkUnavailable);
+  }
 
   auto owned = std::make_unique<Request>();
   Request& r = *owned;

@@ -302,6 +302,30 @@ TEST_F(LeaseTest, BadInputGetsTypedErrorsAndTheSidecarKeepsServing) {
   EXPECT_TRUE(cluster.sidecar(0).running());
 }
 
+TEST_F(LeaseTest, DeadZooKeeperGetsTypedErrorsAndTheSidecarKeepsServing) {
+  std::string socket = cluster.dir() + "/dead.sock";
+  ChildProcess sidecar({fencekeeperBinary(), "--zk", "127.0.0.1:1", "--socket", socket,
+                        "--session-timeout", "2s"},
+                       cluster.newLogPath("dead-zk"));
+  std::unique_ptr<Client> client;
+  ASSERT_TRUE(waitUntil([&] { return (client = Client::connect(socket)) != nullptr; }));
+  SidecarStatus status;
+  ASSERT_TRUE(client->status(&status).ok());
+  EXPECT_EQ(status.zkState, "connecting");
+  EXPECT_EQ(status.safeForMs, 0u);
+  auto start = std::chrono::steady_clock::now();
+  Status s;
+  EXPECT_FALSE(client->acquire("x", waitFor(milliseconds(0)), &s));
+  EXPECT_EQ(s.code, ErrorCode::kZkUnavailable) << s.message;
+  EXPECT_LT(msSince(start), 1000);
+  EXPECT_FALSE(client->acquire("x", waitFor(milliseconds(500)), &s));
+  EXPECT_EQ(s.code, ErrorCode::kZkUnavailable) << s.message;
+  HolderInfo info;
+  EXPECT_EQ(client->holder("x", &info).code, ErrorCode::kZkUnavailable);
+  EXPECT_TRUE(sidecar.running());
+  EXPECT_EQ(sidecar.stop(milliseconds(8000)), 0);
+}
+
 TEST_F(LeaseTest, FencectlRunsTheCommandWithTheTokenAndExitsWithItsStatus) {
   cluster.startSidecar();
   auto run = cluster.fencectl(0, {"lock", "cli", "--ttl", "3s", "--", "sh", "-c",

@@ -403,6 +403,23 @@ TEST_F(LockEngineTest, HeldLeaseIsLostWhenOnlyTheLeaderIsUnreachable) {
   EXPECT_TRUE(queue("x").empty());  // the connection works: its node went at once
 }
 
+TEST_F(LockEngineTest, TryOnceWithZooKeeperOutOfReachFailsAtOnce) {
+  server.setDisconnected(a.zk, true);
+  for (int i = 0; i < 40; ++i) {
+    timer.advance(Millis(100));
+    settle();
+  }
+  auto attempt = acquire(a, "x", Millis(0));
+  ASSERT_TRUE(attempt->outcome);
+  EXPECT_EQ(attempt->outcome->error, LeaseError::kZkUnavailable);
+  auto waiter = acquire(a, "y", Millis(300));  // a wait rides the outage out, up to its deadline
+  EXPECT_FALSE(waiter->outcome);
+  timer.advance(Millis(300));
+  settle();
+  ASSERT_TRUE(waiter->outcome);
+  EXPECT_EQ(waiter->outcome->error, LeaseError::kZkUnavailable);
+}
+
 TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
   EXPECT_EQ(acquire(a, "../etc")->outcome->error, LeaseError::kInvalidName);
   EXPECT_EQ(acquire(a, "x", Millis(0), Millis(5))->outcome->error, LeaseError::kInvalidArgument);
