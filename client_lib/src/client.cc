@@ -306,19 +306,38 @@ std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const Acquir
     request.setWatcher(kj::heap<WatcherImpl>(state));
     auto sentAt = Clock::now();
     auto answer = request.send().then(
-        [this, state, sentAt](capnp::Response<ipc::Sidecar::AcquireResults> response) -> Status {
+        [this, state, sentAt](
+            capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
           if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
-          state->key = nextKey_++;
+          uint64_t key = state->key = nextKey_++;
           state->token = response.getToken();
           state->setValidity(sentAt, response.getValidMs());
-          auto& lease = leases_.emplace(state->key, IoLease{response.getLease(), state, nullptr})
+          auto& lease = leases_.emplace(key, IoLease{response.getLease(), state, nullptr})
                             .first->second;
-          if (state->options.keepAlive) {
-            lease.keepAlive = keepAliveLoop(state->key).eagerlyEvaluate(nullptr);
+          // The validity counts from the send, to err on the safe side; after a long wait in the
+          // queue that leaves little or nothing of it, so ask again, counting from now.
+          auto refresh = kj::Promise<Status>(Status{});
+          if (Clock::now() - sentAt > Millis(response.getValidMs()) / 4) {
+            auto askedAt = Clock::now();
+            refresh = lease.cap.tokenRequest().send().then(
+                [this, key, state, askedAt](capnp::Response<ipc::Lease::TokenResults> r) {
+                  if (r.getError() != ipc::Error::OK) {
+                    leases_.erase(key);  // lost already: let go of it
+                    return error(fromIpc(r.getError()));
+                  }
+                  state->setValidity(askedAt, r.getValidMs());
+                  return Status{};
+                });
           }
-          return Status{};
+          return refresh.then([this, key, state](Status status) {
+            auto it = leases_.find(key);
+            if (status.ok() && it != leases_.end() && state->options.keepAlive) {
+              it->second.keepAlive = keepAliveLoop(key).eagerlyEvaluate(nullptr);
+            }
+            return status;
+          });
         },
-        [](kj::Exception&& e) {
+        [](kj::Exception&& e) -> kj::Promise<Status> {
           return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
         });
     return withDeadline(kj::mv(answer), options.wait + kCallSlack,

@@ -1,24 +1,14 @@
-#!/usr/bin/python3
 """kazoo <-> fencekeeper interoperability: one lock queue shared by kazoo's Lock recipe and
-fencekeeper's leases, on a real standalone ZooKeeper.
+fencekeeper's leases, on a real standalone ZooKeeper and a sidecar with --persistent-parents
+(fk_harness.ClusterTestCase starts both per class and stops them by PID).
 
-Run with Debian's Python, which has python3-kazoo:
+Needs kazoo, which only Debian's interpreter has (python3-kazoo); ctest's python_client runs it:
 
-    /usr/bin/python3 tests/integration/kazoo_interop_test.py [-v]
-
-Binaries come from $FK_BUILD_DIR (default: <repo>/build): sidecar/fk-zk-harness,
-sidecar/fencekeeper and client_lib/fencectl. Set FK_KEEP_TMP=1 to keep the temporary directory
-(ZooKeeper's and the sidecar's logs) after the run.
-
-setUpClass starts ZooKeeper (fk-zk-harness, loopback only) and one sidecar with
---persistent-parents; tearDownClass stops both by PID and prints the sidecar's log when a test
-failed. Every wait is a bounded polling loop.
+    FK_BUILD_DIR=build /usr/bin/python3 -m unittest discover -v -s tests/python \\
+        -p test_kazoo_interop.py
 """
-import atexit
 import json
-import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,14 +21,13 @@ import warnings
 try:
     from kazoo.client import KazooClient
     from kazoo.exceptions import LockTimeout
-except ImportError:  # pragma: no cover - depends on the interpreter
-    sys.stderr.write(
-        "kazoo_interop_test: kazoo is not importable from %s; run it with /usr/bin/python3 "
-        "(Debian's python3-kazoo)\n" % sys.executable)
-    sys.exit(2)
+except ImportError as e:  # pragma: no cover - depends on the interpreter
+    # Fail, do not skip: the interop coverage must not vanish silently.
+    raise ImportError("test_kazoo_interop: kazoo is not importable from %s; run it with "
+                      "/usr/bin/python3 (Debian's python3-kazoo): %s" % (sys.executable, e)) from e
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("FK_BUILD_DIR") or os.path.join(REPO, "build")
+import fk_harness
+
 ROOT = "/fencekeeper"
 LOCKS = ROOT + "/locks"
 
@@ -48,218 +37,25 @@ EXIT_NOT_ACQUIRED = 75
 QUEUE_NODE = re.compile(r"__(?:r)?lock__(\d{10})$")
 
 
-def _find_binary(*candidates):
-    for rel in candidates:
-        path = os.path.join(BUILD, rel)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    raise RuntimeError("kazoo_interop_test: none of %s built in %s (FK_BUILD_DIR)" %
-                       (", ".join(candidates), BUILD))
-
-
-def _wait_until(predicate, timeout, what, interval=0.05):
-    """Polls predicate() until it returns a truthy value (returned) or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while True:
-        last = predicate()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
-
-
-def _descendants(pid):
-    """Every live descendant of pid (read from /proc), deepest last."""
-    found = []
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tids = os.listdir("/proc/%d/task" % parent)
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open("/proc/%d/task/%s/children" % (parent, tid)) as f:
-                    kids = [int(k) for k in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            found.extend(kids)
-            todo.extend(kids)
-    return found
-
-
-def _stop_process(proc, grace=10.0):
-    """SIGTERM, bounded wait, SIGKILL fallback (to it and to whatever it started). Returns the
-    exit status, or None when it had to be killed."""
-    if proc.poll() is not None:
-        return proc.returncode
-    kids = _descendants(proc.pid)
-    try:
-        proc.send_signal(signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        return proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
-    for pid in [proc.pid] + _descendants(proc.pid) + kids:
-        for target in (pid, -pid):  # fencectl's CMD leads its own process group
-            try:
-                os.kill(target, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-    return None
-
-
 def _sequence(child):
     m = QUEUE_NODE.search(child)
     return int(m.group(1)) if m else None
 
 
-class KazooInteropTest(unittest.TestCase):
-    tmp = None
-    zk_dir = None
-    zk_pids = ()
-    connect = None
-    sidecar = None
-    sidecar_log = None
-    socket = None
-    any_failed = False
-    _stopped = True
-
-    # ---- class fixture -------------------------------------------------------------------------
+class KazooInteropTest(fk_harness.ClusterTestCase):
+    # kazoo caches that a lock parent exists: the sidecar must not create CONTAINER parents.
+    SIDECAR_ARGS = ("--persistent-parents", "--session-timeout", "4s")
 
     @classmethod
     def setUpClass(cls):
         # kazoo 2.8 calls Event.isSet(); unittest's runner would print that on every wait.
         warnings.filterwarnings("ignore", r"isSet\(\) is deprecated", DeprecationWarning)
-        cls._stopped = False
-        atexit.register(cls._stop_all)  # also on Ctrl-C, which skips tearDownClass
-        try:
-            cls._start_all()
-        except BaseException:
-            cls.any_failed = True
-            cls._stop_all()
-            raise
-
-    @classmethod
-    def _start_all(cls):
-        cls.harness = _find_binary("sidecar/fk-zk-harness", "sidecar/devzk/fk-zk-harness",
-                                   "fk-zk-harness")
-        cls.fencekeeper = _find_binary("sidecar/fencekeeper")
-        cls.fencectl_bin = _find_binary("client_lib/fencectl")
-        cls.tmp = tempfile.mkdtemp(prefix="fk-kazoo-interop-")
-        cls.zk_dir = os.path.join(cls.tmp, "zk")
-        os.makedirs(cls.zk_dir)
-
-        started = time.monotonic()
-        try:
-            r = subprocess.run([cls.harness, "start", "--dir", cls.zk_dir],
-                               capture_output=True, text=True, timeout=90)
-        finally:
-            cls.zk_pids = cls._read_zk_pids()
-        if r.returncode != 0:
-            raise RuntimeError("fk-zk-harness start failed (%d):\n%s%s" %
-                               (r.returncode, r.stdout, r.stderr))
-        with open(os.path.join(cls.zk_dir, "connect")) as f:
-            cls.connect = f.read().strip()
-        for host in cls.connect.split("/")[0].split(","):
-            if not host.startswith("127.0.0.1:"):
-                raise RuntimeError("ZooKeeper not on loopback: %s" % cls.connect)
-
-        cls.socket = os.path.join(cls.tmp, "fk.sock")
-        cls.sidecar_log = os.path.join(cls.tmp, "fencekeeper.log")
-        with open(cls.sidecar_log, "wb") as log:
-            cls.sidecar = subprocess.Popen(
-                [cls.fencekeeper, "--zk", cls.connect, "--socket", cls.socket,
-                 "--persistent-parents", "--session-timeout", "4s"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-
-        def ready():
-            if cls.sidecar.poll() is not None:
-                raise RuntimeError("fencekeeper exited with %d before it was ready" %
-                                   cls.sidecar.returncode)
-            r = cls.fencectl("status", timeout=10)
-            return r.returncode == 0 and re.search(r"^zookeeper:\s+connected\b", r.stdout, re.M)
-
-        _wait_until(ready, 30, "fencectl status to show a connected sidecar", interval=0.1)
-        sys.stderr.write("[kazoo-interop] ZooKeeper %s and sidecar ready after %.2f s\n" %
-                         (cls.connect, time.monotonic() - started))
-
-    @classmethod
-    def _read_zk_pids(cls):
-        try:
-            with open(os.path.join(cls.zk_dir, "pids")) as f:
-                return [int(p) for p in f.read().split()]
-        except (OSError, ValueError):
-            return []
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._stop_all()
-
-    @classmethod
-    def _stop_all(cls):
-        if cls._stopped:
-            return
-        cls._stopped = True
-        problems = []
-        if cls.sidecar is not None:
-            rc = _stop_process(cls.sidecar, grace=15)
-            if rc != 0:
-                # SIGTERM must make the sidecar delete its nodes and exit 0 (fencekeeper --help).
-                problems.append("fencekeeper did not exit 0 on SIGTERM (status %s)" % rc)
-        if cls.zk_dir is not None:
-            pids = cls.zk_pids or cls._read_zk_pids()
-            try:
-                subprocess.run([cls.harness, "stop", "--dir", cls.zk_dir, "--grace", "10000"],
-                               capture_output=True, text=True, timeout=30)
-            except (subprocess.TimeoutExpired, OSError) as e:
-                problems.append("fk-zk-harness stop: %s" % e)
-            for pid in pids:  # fallback: only a still-running ZooKeeper JVM
-                try:
-                    with open("/proc/%d/cmdline" % pid, "rb") as f:
-                        if b"zookeeper" not in f.read().lower():
-                            continue
-                    os.kill(pid, signal.SIGKILL)
-                    problems.append("ZooKeeper pid %d survived fk-zk-harness stop" % pid)
-                except (OSError, ProcessLookupError):
-                    pass
-        if (cls.any_failed or problems) and cls.sidecar_log and os.path.exists(cls.sidecar_log):
-            with open(cls.sidecar_log, errors="replace") as f:
-                sys.stderr.write("\n----- fencekeeper log (%s) -----\n%s----- end of log -----\n" %
-                                 (cls.sidecar_log, f.read()))
-        if cls.tmp is not None:
-            if os.environ.get("FK_KEEP_TMP"):
-                sys.stderr.write("[kazoo-interop] kept %s\n" % cls.tmp)
-            else:
-                shutil.rmtree(cls.tmp, ignore_errors=True)
-        if problems:
-            raise AssertionError("; ".join(problems))
-
-    def run(self, result=None):
-        # Notes whether this test failed, so tearDownClass prints the sidecar's log.
-        if result is None:
-            return super().run(result)
-        before = len(result.failures) + len(result.errors)
-        try:
-            return super().run(result)
-        finally:
-            if len(result.failures) + len(result.errors) > before:
-                type(self).any_failed = True
+        super().setUpClass()
 
     # ---- per-test fixture and helpers ----------------------------------------------------------
 
     def setUp(self):
-        self.client = KazooClient(hosts=self.connect, timeout=5)
+        self.client = KazooClient(hosts=self.cluster.connect, timeout=5)
         self.client.start(timeout=15)
         self.addCleanup(self._close_client)
         self.procs = []
@@ -273,20 +69,14 @@ class KazooInteropTest(unittest.TestCase):
 
     def _stop_procs(self):
         for proc, out in self.procs:
-            _stop_process(proc, grace=5)
+            fk_harness.stop_process(proc, grace=5)
             out.close()
             proc.stderr.close()
 
-    @classmethod
-    def fencectl(cls, *args, timeout=30):
-        return subprocess.run([cls.fencectl_bin, "--socket", cls.socket] + list(args),
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
-
     def spawn_fencectl(self, name, *args):
         """Starts fencectl in its own session: stdout to a temporary file, stderr to a pipe."""
-        out = tempfile.TemporaryFile(mode="w+", dir=self.tmp)
-        proc = subprocess.Popen([self.fencectl_bin, "--socket", self.socket] + list(args),
+        out = tempfile.TemporaryFile(mode="w+", dir=self.cluster.tmp)
+        proc = subprocess.Popen([self.cluster.fencectl_bin, "--socket", self.socket] + list(args),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
         self.procs.append((proc, out))
@@ -309,7 +99,7 @@ class KazooInteropTest(unittest.TestCase):
                                      (name, proc.returncode, proc.stderr.read()))
             info = self.holder(name)
             return info if info["held"] and info["thisSidecar"] else None
-        info = _wait_until(held, 15, "fencectl to hold %s" % name)
+        info = fk_harness.wait_until(held, 15, "fencectl to hold %s" % name)
         self.assertEqual(info["owner"], "fencectl pid %d" % proc.pid)
         return info
 
@@ -323,7 +113,8 @@ class KazooInteropTest(unittest.TestCase):
         def reached():
             queue = self.queue(name)
             return queue if len(queue) == n else None
-        return _wait_until(reached, timeout, "%d queue node(s) under %s/%s" % (n, LOCKS, name))
+        return fk_harness.wait_until(reached, timeout,
+                                     "%d queue node(s) under %s/%s" % (n, LOCKS, name))
 
     def czxid(self, name, child):
         return self.client.get(LOCKS + "/" + name + "/" + child)[1].czxid
@@ -365,7 +156,8 @@ class KazooInteropTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, "fencectl lock after kazoo released: %s" % r.stderr)
         token = int(r.stdout.strip())
         self.assertGreater(token, kazoo_czxid)
-        _wait_until(lambda: not self.holder(name)["held"], 10, "%s to be free again" % name)
+        fk_harness.wait_until(lambda: not self.holder(name)["held"], 10,
+                              "%s to be free again" % name)
 
     def test_2_fencectl_holder_blocks_kazoo_until_terminated(self):
         name = "interop2"

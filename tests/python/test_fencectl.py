@@ -1,0 +1,456 @@
+"""fencectl, the shell's way to fenced leases, against a real ZooKeeper and real sidecars
+(fk_harness): what CMD gets (FENCE_TOKEN, FENCE_LOCK, FENCE_TTL_MS), every exit code
+(CMD's own status, 128 + signal, 64, 69, 75, 76), the socket from $FENCEKEEPER_SOCKET, holder and
+status in JSON and for people, and exec mode under faults: a lost lease kills CMD's whole process
+group (also a grandchild behind `sh -c`), signals reach the group, --grace acts before the
+validity runs out.
+
+Run by ctest's python_client with Debian's interpreter, or alone (the standby of the frozen
+fencectl test is the Python package):
+
+    FK_BUILD_DIR=build PYTHONPATH=client_lib/python /usr/bin/python3 -m unittest discover -v \\
+        -s tests/python -p test_fencectl.py
+
+PID 1 here may not reap orphans: a process counts as alive while /proc/PID/stat says it is not a
+zombie.
+"""
+import json
+import os
+import signal
+import socket as socketlib
+import subprocess
+import tempfile
+import time
+import unittest
+
+import fencekeeper
+import fk_harness
+
+# fencectl's exit codes (see `fencectl --help`).
+EXIT_USAGE = 64
+EXIT_UNAVAILABLE = 69
+EXIT_NOT_ACQUIRED = 75
+EXIT_LEASE_LOST = 76
+
+
+def proc_stat(pid):
+    """(state, process group) from /proc/PID/stat, or None when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            line = f.read()
+    except (OSError, ValueError):
+        return None
+    fields = line[line.rfind(")") + 2:].split()  # after "pid (comm) "
+    return fields[0], int(fields[2])
+
+
+def alive(pid):
+    """True while pid is a live process; a zombie (nobody may reap it here) counts as dead."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def group_members(pgid):
+    """The live (non-zombie) processes of process group pgid."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = proc_stat(int(entry))
+            if stat is not None and stat[1] == pgid and stat[0] != "Z":
+                members.append(int(entry))
+    return members
+
+
+def kill_group_members(pgid):
+    """SIGKILL, by PID, to whatever still lives in process group pgid (a test's leftovers)."""
+    for pid in group_members(pgid):
+        kill_quietly(pid, signal.SIGKILL)
+
+
+def kill_quietly(target, sig):
+    try:
+        os.kill(target, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def read_file(path):
+    """The file's text, or None while it does not exist (CMD writes a temporary file and renames
+    it, so a file that exists is complete)."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+class Run:
+    """A fencectl started in its own session, its stdout and stderr in one log file."""
+
+    def __init__(self, proc, log_path):
+        self.proc = proc
+        self.pid = proc.pid
+        self.log_path = log_path
+
+    def log(self):
+        return read_file(self.log_path) or ""
+
+    def wait(self, timeout):
+        """The exit status, or None when it has not exited within timeout seconds."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+
+class FencectlTest(fk_harness.ClusterTestCase):
+    # As fencectl's C++ tests had it: a 2 s session bounds every lease below the TTLs asked for.
+    SIDECAR_ARGS = ("--session-timeout", "2s")
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix=self._testMethodName[:40] + "-", dir=self.cluster.tmp)
+        self.runs = 0
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def spawn(self, *args, socket=None, env=None):
+        """Starts `fencectl --socket SOCKET ARGS...` in its own session; the test's cleanup stops
+        it (SIGCONT first, in case it is frozen; then SIGTERM, SIGKILL to it and its group)."""
+        self.runs += 1
+        log_path = self.path("fencectl-%d.log" % self.runs)
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [self.cluster.fencectl_bin, "--socket", socket or self.socket] + list(args),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True)
+        run = Run(proc, log_path)
+        self.addCleanup(self._stop_run, run)
+        return run
+
+    @staticmethod
+    def _stop_run(run):
+        if run.proc.poll() is None:
+            kill_quietly(run.pid, signal.SIGCONT)
+            fk_harness.stop_process(run.proc, grace=5)
+
+    def run_fencectl(self, *args, env=None, timeout=30):
+        """Runs fencectl with exactly ARGS (no --socket added) to its end."""
+        return subprocess.run([self.cluster.fencectl_bin] + list(args), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, env=env, timeout=timeout)
+
+    def holder(self, name, socket=None):
+        r = self.cluster.fencectl(socket or self.socket, "holder", name, "--json", timeout=10)
+        self.assertEqual(r.returncode, 0, "fencectl holder %s: %s" % (name, r.stderr))
+        return json.loads(r.stdout)
+
+    def wait_held(self, name, run, socket=None):
+        """Waits until `run` (a fencectl lock NAME) holds NAME; returns holder's JSON."""
+        def held():
+            if run.proc.poll() is not None:
+                raise AssertionError("fencectl lock %s exited with %d before holding it:\n%s" %
+                                     (name, run.proc.returncode, run.log()))
+            info = self.holder(name, socket)
+            return info if info["held"] else None
+        return fk_harness.wait_until(held, 15, "fencectl to hold %s" % name)
+
+    def wait_free(self, name, socket=None):
+        fk_harness.wait_until(lambda: not self.holder(name, socket)["held"], 10,
+                              "%s to be free" % name)
+
+    def wait_file(self, path, run=None, timeout=15):
+        """Waits for a file that CMD writes (and renames into place); returns its text."""
+        def written():
+            text = read_file(path)
+            if text is None and run is not None and run.proc.poll() is not None:
+                raise AssertionError("fencectl exited with %d before %s was written:\n%s" %
+                                     (run.proc.returncode, path, run.log()))
+            return text
+        return fk_harness.wait_until(written, timeout, "%s to be written" % path)
+
+    def write_cmd(self, path, what):
+        """A shell snippet that writes `what` (shell words) to path atomically."""
+        return 'printf "%%s\\n" %s > %s.tmp && mv %s.tmp %s' % (what, path, path, path)
+
+    # ---- exec mode under faults (formerly tests/integration/fencectl_test.cc) ----------------
+
+    def test_frozen_fencectl_kills_the_whole_group_when_it_runs_again(self):
+        pid_file = self.path("grandchild.pid")
+        run = self.spawn("lock", "frozen-ctl", "--ttl", "1s", "--", "sh", "-c",
+                         "sleep 300 & %s; wait" % self.write_cmd(pid_file, "$!"))
+        grandchild = int(self.wait_file(pid_file, run))
+        self.assertTrue(alive(grandchild))
+        group = proc_stat(grandchild)[1]  # CMD's process group, led by `sh`
+        self.addCleanup(kill_group_members, group)
+        self.assertNotEqual(group, os.getpgid(run.pid))
+        self.assertIn(group, group_members(group))
+        info = self.holder("frozen-ctl")
+        self.assertTrue(info["held"] and info["thisSidecar"], info)
+        token = info["token"]
+
+        run.signal(signal.SIGSTOP)  # fencectl only: its command runs on, unaware
+        with fencekeeper.Client(self.socket) as standby_client:
+            # Granted once the frozen lease expires.
+            standby = standby_client.acquire("frozen-ctl", wait=5, owner="standby")
+            self.assertGreater(standby.token, token)
+            self.assertTrue(alive(grandchild), "the group died while fencectl was frozen")
+
+            run.signal(signal.SIGCONT)  # the moment it runs again, it kills the group
+            self.assertEqual(run.wait(5), EXIT_LEASE_LOST, run.log())
+            fk_harness.wait_until(lambda: not alive(grandchild), 3, "the grandchild to die")
+            fk_harness.wait_until(lambda: not group_members(group), 3, "CMD's group to be empty")
+            self.assertIn("lost", run.log())
+            info = self.holder("frozen-ctl")
+            self.assertEqual((info["held"], info["token"], info["owner"]),
+                             (True, standby.token, "standby"), info)
+            standby.release()
+        self.wait_free("frozen-ctl")
+
+    def test_signals_are_forwarded_to_the_commands_group(self):
+        marker = self.path("trapped")
+        run = self.spawn("lock", "signals", "--", "sh", "-c",
+                         "trap 'echo TERM > %s; exit 3' TERM; "
+                         "while true; do sleep 0.05; done" % marker)
+        self.wait_held("signals", run)
+        run.signal(signal.SIGTERM)
+        self.assertEqual(run.wait(5), 3, run.log())  # the command's own status
+        self.assertTrue(os.path.exists(marker))
+        self.wait_free("signals")  # and the lease released
+
+    def test_grace_stops_the_command_before_the_validity_runs_out(self):
+        # A sidecar of its own: freezing it costs its ZooKeeper session.
+        sidecar = self.cluster.start_sidecar(session_timeout="2s")
+        marker = self.path("graced")
+        # The command ignores SIGTERM: it is killed when the validity runs out.
+        run = self.spawn("lock", "grace", "--ttl", "2s", "--grace", "1s", "--", "sh", "-c",
+                         "trap 'echo TERM > %s' TERM; while true; do sleep 0.05; done" % marker,
+                         socket=sidecar.socket)
+        # Cleanups run last-in first-out: the sidecar runs again before fencectl is stopped.
+        self.addCleanup(kill_quietly, sidecar.proc.pid, signal.SIGCONT)
+        self.wait_held("grace", run, socket=sidecar.socket)
+        # A frozen sidecar answers no renew: the validity fencectl knows of drains away.
+        sidecar.proc.send_signal(signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        status = run.wait(6)
+        elapsed = time.monotonic() - frozen_at
+        sidecar.proc.send_signal(signal.SIGCONT)
+        log = run.log()
+        self.assertEqual(status, EXIT_LEASE_LOST, log)
+        self.assertTrue(os.path.exists(marker), "no SIGTERM within the grace period")
+        self.assertLessEqual(elapsed, 2.5, "killed later than the validity allowed")
+        self.assertIn("not renewed", log)
+        # SIGTERM at the grace, SIGKILL only once the validity had run out.
+        self.assertIn("lost", log)
+        self.assertLess(log.index("not renewed"), log.index("lost"), log)
+
+    def test_ttl_longer_than_the_session_timeout_does_not_kill_the_command(self):
+        # Regression: the sidecar vouches for less than a long TTL (its 2 s session bounds every
+        # lease), so keep-alive must renew by the validity granted, not by the TTL.
+        run = self.spawn("lock", "long-ttl", "--ttl", "30s", "--", "sleep", "4")
+        self.assertEqual(run.wait(10), 0, run.log())
+
+    def test_holder_and_status_speak_json_and_plain_text(self):
+        # Earlier tests' leases are gone before this one counts leases.
+        fk_harness.wait_until(
+            lambda: json.loads(self.fencectl("status", "--json").stdout)["leasesHeld"] == 0,
+            10, "the sidecar to hold no lease")
+        r = self.fencectl("holder", "json")
+        self.assertEqual((r.returncode, r.stdout), (0, "json: not held\n"), r.stderr)
+
+        run = self.spawn("lock", "json", "--owner", "job-42", "--", "sleep", "30")
+        self.wait_held("json", run)
+        who = self.fencectl("holder", "json", "--json")
+        self.assertEqual(who.returncode, 0, who.stderr)
+        self.assertIn('"held":true', who.stdout)
+        self.assertIn('"owner":"job-42"', who.stdout)
+        info = json.loads(who.stdout)
+        self.assertEqual((info["lock"], info["held"], info["owner"], info["thisSidecar"],
+                          info["waiters"]), ("json", True, "job-42", True, 0), info)
+        self.assertGreater(info["token"], 0)
+        self.assertLess(abs(info["sinceUnixMs"] / 1000 - time.time()), 60, info)
+
+        plain = self.fencectl("holder", "json")
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertRegex(plain.stdout, r"^json: held, token %d, owner 'job-42', since "
+                         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, 0 waiting "
+                         r"\(through this sidecar\)\n$" % info["token"])
+
+        status = self.fencectl("status", "--json")
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn('"zkState":"connected"', status.stdout)
+        self.assertIn('"name":"json"', status.stdout)
+        st = json.loads(status.stdout)
+        self.assertEqual(st["sessionTimeoutMs"], 2000, st)  # SIDECAR_ARGS' 2 s, as intended
+        self.assertEqual(st["leasesHeld"], 1, st)
+        self.assertEqual([(l["name"], l["token"], l["owner"]) for l in st["leases"]],
+                         [("json", info["token"], "job-42")], st)
+
+        human = self.fencectl("status")
+        self.assertEqual(human.returncode, 0, human.stderr)
+        self.assertIn("leases held: 1", human.stdout)
+        self.assertRegex(human.stdout, r"(?m)^zookeeper:\s+connected\b")
+        self.assertRegex(human.stdout, r"(?m)^\s+json\s+token %d\s+owner 'job-42'" % info["token"])
+
+        run.signal(signal.SIGTERM)
+        self.assertEqual(run.wait(5), 128 + signal.SIGTERM, run.log())
+        self.wait_free("json")
+
+    # ---- what the C++ tests did not cover ------------------------------------------------------
+
+    def test_command_environment_has_token_lock_and_ttl(self):
+        env_file = self.path("env")
+        # Stale values in fencectl's own environment are replaced, not duplicated.
+        env = dict(os.environ, FENCE_TOKEN="1", FENCE_LOCK="stale", FENCE_TTL_MS="1")
+        run = self.spawn("lock", "ctl/env", "--ttl", "7s", "--", "sh", "-c",
+                         "env > %s.tmp && mv %s.tmp %s; exec sleep 300" %
+                         (env_file, env_file, env_file), env=env)
+        lines = self.wait_file(env_file, run).splitlines()
+        fence = [line.split("=", 1) for line in lines if line.startswith("FENCE_")]
+        self.assertEqual(sorted(key for key, _ in fence),
+                         ["FENCE_LOCK", "FENCE_TOKEN", "FENCE_TTL_MS"], fence)
+        fence = dict(fence)
+        info = self.holder("ctl/env")
+        self.assertTrue(info["held"], info)
+        self.assertEqual(int(fence["FENCE_TOKEN"]), info["token"])
+        self.assertGreater(info["token"], 1)
+        self.assertEqual(fence["FENCE_LOCK"], "ctl/env")
+        self.assertEqual(fence["FENCE_TTL_MS"], "7000")  # the TTL asked for
+        run.signal(signal.SIGTERM)
+        self.assertEqual(run.wait(5), 128 + signal.SIGTERM, run.log())
+        self.wait_free("ctl/env")
+
+        r = self.fencectl("lock", "ctl/env", "--", "sh", "-c", "echo $FENCE_TTL_MS")
+        self.assertEqual((r.returncode, r.stdout), (0, "30000\n"), r.stderr)  # the default TTL
+
+    def test_not_acquired_within_wait_exits_75(self):
+        holder = self.spawn("lock", "ctl/busy", "--", "sleep", "300")
+        token = self.wait_held("ctl/busy", holder)["token"]
+        marker = self.path("ran")
+        for wait, low, high in (("1500ms", 1.4, 6.0), (None, 0.0, 1.4)):  # None: try once
+            with self.subTest(wait=wait):
+                args = ["lock", "ctl/busy"] + (["--wait", wait] if wait else [])
+                started = time.monotonic()
+                r = self.fencectl(*(args + ["--", "touch", marker]))
+                elapsed = time.monotonic() - started
+                self.assertEqual(r.returncode, EXIT_NOT_ACQUIRED, r.stdout + r.stderr)
+                self.assertTrue(low <= elapsed < high, "returned after %.2f s" % elapsed)
+                self.assertTrue(r.stderr.startswith("fencectl: lock ctl/busy: "), r.stderr)
+                self.assertFalse(os.path.exists(marker), "CMD ran without the lock")
+        info = self.holder("ctl/busy")
+        self.assertEqual((info["held"], info["token"], info["waiters"]), (True, token, 0), info)
+        holder.signal(signal.SIGTERM)
+        self.assertEqual(holder.wait(5), 128 + signal.SIGTERM, holder.log())
+        self.wait_free("ctl/busy")
+
+    # Regression: the client dated the validity granted from when it *sent* acquire, so the time
+    # queued was counted against the lease and fencectl killed CMD at once with 76.
+    def test_a_lease_granted_after_a_long_wait_keeps_its_command(self):
+        holder = self.spawn("lock", "ctl/long-wait", "--", "sleep", "300")
+        self.wait_held("ctl/long-wait", holder)
+        waiter = self.spawn("lock", "ctl/long-wait", "--ttl", "2s", "--wait", "20s", "--",
+                            "sleep", "1")
+        fk_harness.wait_until(lambda: self.holder("ctl/long-wait")["waiters"] == 1, 10,
+                              "the second fencectl to queue")
+        # The fault: the waiter stays queued for longer than the 2 s TTL it asks for.
+        window_end = time.monotonic() + 3.0
+        while time.monotonic() < window_end:
+            self.assertIsNone(waiter.proc.poll(), "the waiter ended while queued:\n" + waiter.log())
+            time.sleep(0.05)
+        holder.signal(signal.SIGTERM)
+        self.assertEqual(holder.wait(5), 128 + signal.SIGTERM, holder.log())
+        status = waiter.wait(10)
+        self.wait_free("ctl/long-wait")
+        self.assertEqual(status, 0, waiter.log())
+
+    def test_bad_arguments_exit_64(self):
+        marker = self.path("ran")
+        cmd = ["--", "touch", marker]
+        cases = {
+            "bad name (space)": ["lock", "bad name"] + cmd,
+            "bad name (empty segment)": ["lock", "a//b"] + cmd,
+            "bad name (dot-dot)": ["lock", "../x"] + cmd,
+            "bad --ttl": ["lock", "ctl/args", "--ttl", "5x"] + cmd,
+            "zero --ttl": ["lock", "ctl/args", "--ttl", "0"] + cmd,
+            "bad --wait": ["lock", "ctl/args", "--wait", "soon"] + cmd,
+            "bad --grace": ["lock", "ctl/args", "--grace", "abc"] + cmd,
+            "--ttl without a value": ["lock", "ctl/args", "--ttl"],
+            "missing --": ["lock", "ctl/args", "touch", marker],
+            "-- without CMD": ["lock", "ctl/args", "--"],
+            "no CMD at all": ["lock", "ctl/args"],
+            "no NAME": ["lock", "--", "touch", marker],
+            "unknown option": ["--frobnicate", "status"],
+            "unknown command": ["frobnicate"],
+            "no command": [],
+            "holder without NAME": ["holder"],
+        }
+        for what, args in cases.items():
+            with self.subTest(what):
+                r = self.fencectl(*args)
+                self.assertEqual(r.returncode, EXIT_USAGE, "%s\n%s%s" % (args, r.stdout, r.stderr))
+                self.assertTrue(r.stderr.startswith("fencectl: "), r.stderr)
+                self.assertFalse(os.path.exists(marker), "CMD ran: %s" % args)
+        # Names are the sidecar's to judge: it said why.
+        r = self.fencectl("lock", "bad name", "--", "true")
+        self.assertRegex(r.stderr, r"^fencectl: lock bad name: .+")
+        self.assertFalse(self.holder("ctl/args")["held"])
+
+    def test_unreachable_socket_exits_69(self):
+        missing = self.path("missing.sock")
+        refused = self.path("refused.sock")  # a socket file nobody listens on
+        s = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        s.bind(refused)
+        s.close()
+        marker = self.path("ran")
+        for sock in (missing, refused):
+            for args in (["lock", "ctl/unreachable", "--wait", "1s", "--", "touch", marker],
+                         ["holder", "ctl/unreachable"], ["holder", "ctl/unreachable", "--json"],
+                         ["status"], ["status", "--json"]):
+                with self.subTest(socket=os.path.basename(sock), args=args):
+                    r = self.run_fencectl("--socket", sock, *args, timeout=15)
+                    self.assertEqual(r.returncode, EXIT_UNAVAILABLE, r.stdout + r.stderr)
+                    self.assertEqual(r.stdout, "")
+                    self.assertTrue(r.stderr.startswith("fencectl: "), r.stderr)
+                    self.assertFalse(os.path.exists(marker), "CMD ran without a sidecar")
+
+    def test_socket_comes_from_fencekeeper_socket(self):
+        env = {k: v for k, v in os.environ.items() if k != "FENCEKEEPER_SOCKET"}
+        env["FENCEKEEPER_SOCKET"] = self.socket
+        r = self.run_fencectl("status", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^zookeeper:\s+connected\b")
+        r = self.run_fencectl("lock", "ctl/env-socket", "--", "sh", "-c", "echo $FENCE_TOKEN",
+                              env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(int(r.stdout), 0)
+        r = self.run_fencectl("holder", "ctl/env-socket", "--json", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(json.loads(r.stdout)["held"])
+
+        # A socket named by the environment that nobody serves: unreachable ...
+        env["FENCEKEEPER_SOCKET"] = self.path("nobody.sock")
+        r = self.run_fencectl("status", env=env)
+        self.assertEqual(r.returncode, EXIT_UNAVAILABLE, r.stdout + r.stderr)
+        self.assertIn("nobody.sock", r.stderr)
+        # ... and --socket, when given, wins over it.
+        r = self.run_fencectl("--socket", self.socket, "status", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_command_exit_status_passes_through(self):
+        cases = [("exit 0", 0), ("exit 7", 7), ("exit 255", 255),
+                 ("kill -KILL $$", 128 + signal.SIGKILL), ("kill -USR1 $$", 128 + signal.SIGUSR1)]
+        for script, expected in cases:
+            with self.subTest(script):
+                r = self.fencectl("lock", "ctl/status", "--", "sh", "-c", script)
+                self.assertEqual(r.returncode, expected, r.stderr)
+                self.assertNotIn("lost", r.stderr)
+                # CMD's end, whatever its status, releases the lease.
+                self.wait_free("ctl/status")
+
+
+if __name__ == "__main__":
+    unittest.main()
