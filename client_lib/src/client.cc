@@ -382,6 +382,8 @@ Status ClientImpl::release(LeaseState& state) {
   Status status = call([&]() -> kj::Promise<Status> {
     auto it = leases_.find(key);
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+    // No renew may race the release: its "not held" would read as a loss.
+    it->second.keepAlive = nullptr;
     return withDeadline(
         it->second.cap.releaseRequest().send().then(
             [this, key](capnp::Response<ipc::Lease::ReleaseResults> r) {
