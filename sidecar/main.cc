@@ -21,7 +21,9 @@
 namespace fencekeeper {
 namespace {
 
-constexpr Millis kShutdownBudget{5'000};
+// Shutdown waits for holders to acknowledge their loss, at most for the validity they were
+// given, which the session timeout bounds.
+constexpr Millis kShutdownSlack{5'000};
 
 std::string randomInstanceId() {
   std::random_device rd;
@@ -54,7 +56,7 @@ int run(const SidecarConfig& config) {
   auto io = kj::setupAsyncIo();
   KjLoopExecutor executor(io.unixEventPort);
   KjTimer timer(io.provider->getTimer());
-  auto zk = std::make_unique<zk::RealZkClient>(executor, hosts, config.sessionTimeout);
+  auto zk = std::make_unique<zk::RealZkClient>(executor, timer, hosts, config.sessionTimeout);
 
   engine::EngineConfig engineConfig;
   engineConfig.root = config.root;
@@ -87,7 +89,8 @@ int run(const SidecarConfig& config) {
   engine->shutdown([&] { paf.fulfiller->fulfill(); });
   bool clean = paf.promise.then([] { return true; })
                    .exclusiveJoin(io.provider->getTimer()
-                                      .afterDelay(kShutdownBudget.count() * kj::MILLISECONDS)
+                                      .afterDelay((config.sessionTimeout + kShutdownSlack).count() *
+                                                  kj::MILLISECONDS)
                                       .then([] { return false; }))
                    .wait(io.waitScope);
   if (!clean) spdlog::warn("shutdown: ZooKeeper did not confirm every deletion in time");

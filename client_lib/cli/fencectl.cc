@@ -3,6 +3,7 @@
 //            -- CMD [ARG...]
 //   fencectl [--socket PATH] holder NAME [--json]
 //   fencectl [--socket PATH] status [--json]
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,7 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fencekeeper/client.h"
@@ -44,7 +48,9 @@ constexpr const char* kUsage = R"(usage:
 
 The socket defaults to $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock.
 Exit codes: CMD's own status; 64 invalid arguments; 69 sidecar unreachable;
-75 lock not acquired within --wait; 76 lease lost while CMD ran (its group killed).
+75 lock not acquired within --wait (held, or ZooKeeper out of reach); 76 lease lost
+while CMD ran (its group killed). Whatever CMD leaves running in its group is ended before
+the lease is released. A signal while waiting ends fencectl (128+signal) without running CMD.
 )";
 
 int usage(const std::string& message) {
@@ -54,11 +60,49 @@ int usage(const std::string& message) {
 
 int exitCodeFor(const Status& s) {
   switch (s.code) {
-    case ErrorCode::kTimedOut: return kExitNotAcquired;
     case ErrorCode::kInvalidName:
     case ErrorCode::kInvalidArgument: return kExitUsage;
-    default: return kExitUnavailable;
+    case ErrorCode::kSidecarUnavailable:
+    case ErrorCode::kInternal:
+    case ErrorCode::kWrongThread: return kExitUnavailable;
+    default: return kExitNotAcquired;  // timed out, ZooKeeper out of reach, limits, shutting down
   }
+}
+
+// True while some process of group `pgid` is alive (zombies, which nobody may reap here, aside).
+bool groupAlive(pid_t pgid) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return kill(-pgid, 0) == 0;
+  bool alive = false;
+  while (dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 2));
+    char state;
+    long ppid, pgrp;
+    if (fields >> state >> ppid >> pgrp && pgrp == pgid && state != 'Z') {
+      alive = true;
+      break;
+    }
+  }
+  closedir(proc);
+  return alive;
+}
+
+// Ends what is left of CMD's process group (a grandchild behind `sh -c`, a background job):
+// SIGTERM, then SIGKILL after `patience`. Nothing of the group outlives the lease.
+void endGroup(pid_t pgid, Millis patience) {
+  if (!groupAlive(pgid)) return;
+  kill(-pgid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (groupAlive(pgid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (groupAlive(pgid)) kill(-pgid, SIGKILL);
 }
 
 std::string jsonEscape(const std::string& s) {
@@ -199,8 +243,32 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     ssize_t n = write(fd, &c, 1);
     (void)n;
   };
+  // Queue on a helper thread so that a signal while waiting is answered at once: no CMD runs,
+  // and closing the connection on exit withdraws the request.
   Status s;
-  auto lease = client->acquire(args.name, options, &s);
+  std::unique_ptr<Lease> lease;
+  int acquired[2];
+  if (pipe2(acquired, O_CLOEXEC) != 0) return kExitUnavailable;
+  std::thread queue([&] {
+    lease = client->acquire(args.name, options, &s);
+    char c = 1;
+    ssize_t n = write(acquired[1], &c, 1);
+    (void)n;
+  });
+  while (true) {
+    pollfd fds[2] = {{sigFd, POLLIN, 0}, {acquired[0], POLLIN, 0}};
+    poll(fds, 2, -1);
+    if (fds[1].revents & POLLIN) break;
+    signalfd_siginfo info{};
+    while (read(sigFd, &info, sizeof info) == sizeof info) {
+      if (info.ssi_signo == SIGCHLD) continue;
+      std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n",
+                   info.ssi_signo, args.name.c_str());
+      std::fflush(stderr);
+      _exit(128 + static_cast<int>(info.ssi_signo));  // the thread still waits: no unwinding
+    }
+  }
+  queue.join();
   if (!lease) {
     std::fprintf(stderr, "fencectl: lock %s: %s\n", args.name.c_str(), s.message.c_str());
     return exitCodeFor(s);
@@ -253,7 +321,7 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
                  static_cast<long long>(granted.count()), static_cast<long long>(granted.count() / 3));
     grace = granted / 3;
   }
-  bool leaseLost = false, termSent = false, killSent = false;
+  bool leaseLost = false, stopped = false, termSent = false, killSent = false;
   int status = 0;
   while (true) {
     // Validity is re-read after every wake-up: a frozen fencectl acts the moment it runs again.
@@ -270,7 +338,7 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
       std::fprintf(stderr, "fencectl: lease on %s not renewed, %lld ms left; stopping %d\n",
                    args.name.c_str(), static_cast<long long>(valid.count()), child);
       kill(-child, SIGTERM);
-      termSent = leaseLost = true;
+      termSent = stopped = true;
     }
     pollfd fds[2] = {{sigFd, POLLIN, 0}, {lossPipe[0], POLLIN, 0}};
     int timeout = static_cast<int>(std::min<int64_t>(50, std::max<int64_t>(1, valid.count())));
@@ -289,13 +357,15 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     pid_t done = waitpid(child, &status, WNOHANG);
     if (done == child) break;
   }
+  // CMD is gone; what it left in its group goes too, before the lease does.
+  endGroup(child, leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
   if (!leaseLost) {
     Status r = lease->release();
     if (!r.ok() && r.code != ErrorCode::kNotHeld) {
       std::fprintf(stderr, "fencectl: release %s: %s\n", args.name.c_str(), r.message.c_str());
     }
   }
-  if (leaseLost) return kExitLeaseLost;
+  if (leaseLost || stopped) return kExitLeaseLost;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
 }

@@ -55,6 +55,12 @@ LockEngine::~LockEngine() {
     timer_.cancel(r->ttlTimer);
     timer_.cancel(r->waitTimer);
   }
+  // A request's callbacks may own objects that call back into the engine when destroyed (a
+  // client's own Lease passed as its watcher): destroy them while the engine is still whole.
+  auto doomed = std::move(requests_);
+  requests_.clear();
+  idByGuid_.clear();
+  doomed.clear();
 }
 
 std::string LockEngine::lockPath(const std::string& name) const {
@@ -315,6 +321,7 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
 }
 
 void LockEngine::grant(Request& r) {
+  guard_->noticeExpiry();
   if (!guard_->safe()) {
     // The session cannot be vouched for now: no grant until a heartbeat proves it again.
     awaitingSafety_.push_back(r.id);
@@ -324,6 +331,7 @@ void LockEngine::grant(Request& r) {
     // The node belongs to an older session of ours that has since expired: it cannot be held.
     spdlog::warn("lock {}: node {} is not owned by the current session; queueing again",
                  r.spec.name, r.node);
+    deleteNode(r.node);  // (normally gone with its session already)
     return startCreate(r);
   }
   timer_.cancel(r.waitTimer);
@@ -331,14 +339,7 @@ void LockEngine::grant(Request& r) {
   r.state = State::kHeld;
   r.grantedUnixMs = wallClockMs();
   r.deadline = timer_.now() + r.spec.ttl;
-  LeaseId id = r.id;
-  r.ttlTimer = timer_.schedule(r.deadline, [this, id] {
-    Request* held = find(id);
-    if (held && held->state == State::kHeld) {
-      held->ttlTimer = 0;
-      lose(*held, LossReason::kTtlExpired);
-    }
-  });
+  armTtlTimer(r);
   ++grantsTotal_;
   spdlog::info("grant lock={} token={} client={} owner='{}' ttl={}ms", r.spec.name,
                r.stat.czxid, r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
@@ -346,6 +347,19 @@ void LockEngine::grant(Request& r) {
   auto done = std::move(r.done);
   done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid),
                       validity(r).valid});
+}
+
+// One timer per lease: renewals only move the deadline (renewing often must not pile up timers),
+// and a timer that fires before the current deadline arms itself again for it.
+void LockEngine::armTtlTimer(Request& r) {
+  LeaseId id = r.id;
+  r.ttlTimer = timer_.schedule(r.deadline, [this, id] {
+    Request* held = find(id);
+    if (!held || held->state != State::kHeld) return;
+    held->ttlTimer = 0;
+    if (timer_.now() < held->deadline) return armTtlTimer(*held);
+    lose(*held, LossReason::kTtlExpired);
+  });
 }
 
 // A held lease's node can be deleted by another path (an operator, a recovery tool), or belong to
@@ -382,7 +396,7 @@ void LockEngine::lose(Request& r, LossReason reason) {
   if (reason != LossReason::kSessionLost && reason != LossReason::kReleasedElsewhere) {
     deleteNode(r.node);
   }
-  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.stat.czxid), reason);
+  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.stat.czxid), reason, [] {});
 }
 
 void LockEngine::fail(Request& r, LeaseError error) {
@@ -456,12 +470,14 @@ Validity LockEngine::validity(const Request& r) const {
   }
 }
 
-Validity LockEngine::token(LeaseId id) const {
+Validity LockEngine::token(LeaseId id) {
+  guard_->noticeExpiry();  // a lease lost to a lapse stays lost
   const Request* r = find(id);
   return r ? validity(*r) : Validity{LeaseError::kNotHeld, 0, Millis(0)};
 }
 
 Validity LockEngine::renew(LeaseId id, Millis ttl) {
+  guard_->noticeExpiry();
   Request* r = find(id);
   if (!r) return {LeaseError::kNotHeld, 0, Millis(0)};
   if (ttl.count() == 0) ttl = r->spec.ttl;
@@ -474,15 +490,7 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
   }
   if (now.error != LeaseError::kOk) return now;
   r->spec.ttl = ttl;
-  r->deadline = timer_.now() + ttl;
-  timer_.cancel(r->ttlTimer);
-  r->ttlTimer = timer_.schedule(r->deadline, [this, id] {
-    Request* held = find(id);
-    if (held && held->state == State::kHeld) {
-      held->ttlTimer = 0;
-      lose(*held, LossReason::kTtlExpired);
-    }
-  });
+  r->deadline = timer_.now() + ttl;  // the TTL timer finds the new deadline when it fires
   spdlog::debug("renew lock={} token={} ttl={}ms", r->spec.name, r->stat.czxid, ttl.count());
   return validity(*r);
 }
@@ -687,14 +695,21 @@ void LockEngine::shutdown(std::function<void()> done) {
     if (!r) continue;
     if (r->state == State::kHeld) {
       ++*pending;
+      Millis validFor = validity(*r).valid;
       timer_.cancel(r->ttlTimer);
       r->state = State::kLost;
       r->lossReason = LossReason::kSidecarShutdown;
       spdlog::info("release lock={} token={} client={} (sidecar shutting down)", r->spec.name,
                    r->stat.czxid, r->spec.client);
-      // Holders hear of the loss before the node goes, so none works on past its lease.
-      if (r->spec.onLost) r->spec.onLost(r->stat.czxid, LossReason::kSidecarShutdown);
-      deleteNode(r->node, finish);
+      // The node goes (and the next holder may be granted) only once the holder has taken the
+      // notice in, or once the validity it was given has run out: never two valid holders.
+      auto removed = std::make_shared<bool>(false);
+      auto removeNode = [this, removed, node = r->node, finish] {
+        if (std::exchange(*removed, true)) return;
+        deleteNode(node, finish);
+      };
+      timer_.schedule(timer_.now() + validFor, removeNode);
+      if (r->spec.onLost) r->spec.onLost(r->stat.czxid, LossReason::kSidecarShutdown, removeNode);
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
       if (!r->node.empty()) {
         ++*pending;

@@ -59,7 +59,7 @@ class LockEngine {
   void withdraw(LeaseId id);
 
   Validity renew(LeaseId id, Millis ttl);
-  Validity token(LeaseId id) const;
+  Validity token(LeaseId id);
   // Deletes the lease's node; `done` runs once ZooKeeper confirmed it (or the lease was not held).
   void release(LeaseId id, std::function<void(LeaseError)> done);
 
@@ -69,7 +69,9 @@ class LockEngine {
   Millis safeFor() const { return guard_->safeFor(); }
 
   // Tells every holder (reason kSidecarShutdown), fails every waiter, deletes every node, refuses
-  // new requests; `done` runs when ZooKeeper confirmed the deletions (or they failed).
+  // new requests; `done` runs when ZooKeeper confirmed the deletions (or they failed). A held
+  // lease's node goes once its holder acknowledged the notice, at the latest when the validity it
+  // was given runs out.
   void shutdown(std::function<void()> done);
 
   // Every lease of this engine with its own node path (tests and status).
@@ -91,6 +93,7 @@ class LockEngine {
   void onChildren(LeaseId id, uint32_t attempt, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);
   void grant(Request& r);
+  void armTtlTimer(Request& r);
   void watchOwnNode(Request& r);
   void lose(Request& r, LossReason reason);
   void fail(Request& r, LeaseError error);

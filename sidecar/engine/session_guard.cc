@@ -86,7 +86,16 @@ void SessionGuard::onAnswered(uint64_t epoch, TimePoint sentAt, zk::Code code) {
   });
 }
 
+void SessionGuard::noticeExpiry() {
+  if (safe() || !wasSafe_) return;
+  wasSafe_ = false;
+  spdlog::warn("zookeeper session 0x{:x} can no longer be vouched for: no heartbeat answered "
+               "in time", zk_.sessionId());
+  onUnsafe_();
+}
+
 void SessionGuard::extend(TimePoint until) {
+  noticeExpiry();  // an extension must not skip over a lapse: leases granted before it are lost
   if (until <= safeUntil_) return;
   safeUntil_ = until;
   scheduleExpiry();
@@ -101,11 +110,7 @@ void SessionGuard::scheduleExpiry() {
   timer_.cancel(expiryTimer_);
   expiryTimer_ = timer_.schedule(safeUntil_, [this] {
     expiryTimer_ = 0;
-    if (safe() || !wasSafe_) return;
-    wasSafe_ = false;
-    spdlog::warn("zookeeper session 0x{:x} can no longer be vouched for: no heartbeat answered "
-                 "in time", zk_.sessionId());
-    onUnsafe_();
+    noticeExpiry();
   });
 }
 

@@ -28,6 +28,9 @@ class SessionGuard {
   void onSessionState(zk::SessionState state);
 
   bool safe() const { return timer_.now() < safeUntil_; }
+  // Runs the unsafe transition now if safeUntil has passed and its timer has not run yet, so that
+  // a loss is final even if a late heartbeat extends safeUntil before that timer fires.
+  void noticeExpiry();
   TimePoint safeUntil() const { return safeUntil_; }
   Millis safeFor() const;
 

@@ -105,12 +105,14 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     spec.wait = Millis(params.getWaitMs());
     if (params.hasWatcher()) {
       auto watcher = std::make_shared<ipc::LeaseWatcher::Client>(params.getWatcher());
-      spec.onLost = [watcher](uint64_t token, engine::LossReason reason) {
+      spec.onLost = [watcher](uint64_t token, engine::LossReason reason,
+                              std::function<void()> told) {
         auto request = watcher->lostRequest();
         request.setToken(token);
         request.setReason(toIpc(reason));
-        // Fire and forget: a client that is gone cannot be told anything anyway.
-        request.send().detach([](kj::Exception&&) {});
+        // The answer means the holder has handled the notice; a failure means it is gone.
+        request.send().then([told](auto&&) { told(); }, [told](kj::Exception&&) { told(); })
+            .detach([](kj::Exception&&) {});
       };
     }
     auto granted = bridge<engine::AcquireOutcome>();

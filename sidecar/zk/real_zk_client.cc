@@ -48,6 +48,7 @@ Stat copyStat(const ::Stat* s) {
 }
 
 constexpr int kResolutionDelayMs = 10'000;
+constexpr int kReopenRetryMs = 1'000;
 
 void logToSpdlog(const char* message) { spdlog::debug("zookeeper client: {}", message); }
 
@@ -57,6 +58,7 @@ void logToSpdlog(const char* message) { spdlog::debug("zookeeper client: {}", me
 // is read and written on the loop thread only, in posted closures and the destructor.
 struct RealZkClient::Shared {
   Executor& loop;
+  Timer& timer;
   std::string hosts;
   Millis sessionTimeout;
   bool alive = true;
@@ -74,7 +76,7 @@ struct RealZkClient::Shared {
   std::mutex watchMutex;
   std::set<struct WatchCtx*> watches;
 
-  explicit Shared(Executor& l, std::string h, Millis t) : loop(l), hosts(std::move(h)),
+  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t) : loop(l), timer(tm), hosts(std::move(h)),
                                                           sessionTimeout(t) {}
   // Runs `fn` on the loop unless the client has been destroyed by then.
   void post(std::shared_ptr<Shared> self, std::function<void()> fn) {
@@ -204,7 +206,14 @@ void reopen(const std::shared_ptr<Shared>& shared) {
                                logToSpdlog);
   if (!shared->zh) {
     delete ctx;
-    spdlog::error("cannot open a ZooKeeper session to {}: {}", shared->hosts, std::strerror(errno));
+    // E.g. no host of the list resolves while an ensemble's pods roll: try again, for ever.
+    spdlog::error("cannot open a ZooKeeper session to {}: {}; retrying in {} ms", shared->hosts,
+                  std::strerror(errno), kReopenRetryMs);
+    shared->timer.schedule(shared->timer.now() + Millis(kReopenRetryMs),
+                           [weak = std::weak_ptr<Shared>(shared)] {
+                             auto shared = weak.lock();
+                             if (shared && shared->alive && !shared->zh) reopen(shared);
+                           });
     return;
   }
   shared->handleCtx = ctx;
@@ -242,8 +251,8 @@ void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generat
 
 }  // namespace
 
-RealZkClient::RealZkClient(Executor& loop, std::string hosts, Millis sessionTimeout)
-    : shared_(std::make_shared<Shared>(loop, std::move(hosts), sessionTimeout)) {
+RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout)
+    : shared_(std::make_shared<Shared>(loop, timer, std::move(hosts), sessionTimeout)) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
   reopen(shared_);
   if (!shared_->zh) {

@@ -20,7 +20,8 @@ class RealZkClient final : public Client {
  public:
   // `hosts` is the C client's connect string: "host:port[,host:port...][/chroot]".
   // Throws std::runtime_error when the handle cannot be made (malformed hosts).
-  RealZkClient(Executor& loop, std::string hosts, Millis sessionTimeout);
+  // `timer` paces new attempts when a session cannot even be set up (no host resolves).
+  RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout);
   ~RealZkClient() override;
 
   void create(const std::string& path, const std::string& data, CreateMode mode,

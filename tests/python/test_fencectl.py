@@ -222,6 +222,29 @@ class FencectlTest(fk_harness.ClusterTestCase):
         self.assertTrue(os.path.exists(marker))
         self.wait_free("signals")  # and the lease released
 
+    def test_a_signal_while_waiting_ends_fencectl_without_running_the_command(self):
+        holder = self.spawn("lock", "queued", "--", "sleep", "300")
+        self.wait_held("queued", holder)
+        marker = self.path("ran")
+        waiter = self.spawn("lock", "queued", "--wait", "60s", "--", "touch", marker)
+        fk_harness.wait_until(lambda: self.holder("queued")["waiters"] == 1, 10, "the waiter")
+        waiter.signal(signal.SIGTERM)
+        self.assertEqual(waiter.wait(5), 128 + signal.SIGTERM, waiter.log())
+        fk_harness.wait_until(lambda: self.holder("queued")["waiters"] == 0, 5,
+                              "the waiter's node to go")
+        holder.signal(signal.SIGTERM)
+        self.assertEqual(holder.wait(5), 128 + signal.SIGTERM, holder.log())
+        self.assertFalse(os.path.exists(marker), "CMD ran after fencectl gave up")
+
+    def test_what_the_command_leaves_in_its_group_is_ended_before_the_release(self):
+        pid_file = self.path("background.pid")
+        run = self.spawn("lock", "leftover", "--", "sh", "-c",
+                         "sleep 300 & echo $! > %s; exit 0" % pid_file)
+        self.assertEqual(run.wait(10), 0, run.log())
+        background = int(self.wait_file(pid_file))
+        self.assertFalse(alive(background), "a background job outlived the lease")
+        self.wait_free("leftover")
+
     def test_grace_stops_the_command_before_the_validity_runs_out(self):
         # A sidecar of its own: freezing it costs its ZooKeeper session.
         sidecar = self.cluster.start_sidecar(session_timeout="2s")

@@ -52,7 +52,10 @@ class LockEngineTest : public ::testing::Test {
     spec.ttl = ttl;
     spec.wait = wait;
     Pending* raw = p.get();
-    spec.onLost = [raw](uint64_t, LossReason reason) { raw->losses.push_back(reason); };
+    spec.onLost = [raw](uint64_t, LossReason reason, std::function<void()> told) {
+      raw->losses.push_back(reason);
+      told();
+    };
     s.engine.acquire(std::move(spec), [raw](AcquireOutcome o) { raw->outcome = o; });
     settle();
     return p;
@@ -426,6 +429,44 @@ TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
   EXPECT_EQ(acquire(a, "x", Millis(0), Millis(100'000'000))->outcome->error,
             LeaseError::kInvalidArgument);
   EXPECT_FALSE(server.exists("/fencekeeper"));
+}
+
+TEST_F(LockEngineTest, ShutdownKeepsANodeUntilItsHolderTookTheNoticeIn) {
+  AcquireSpec spec;
+  spec.name = "x";
+  spec.ttl = Millis(10000);
+  std::function<void()> acknowledge;
+  spec.onLost = [&](uint64_t, LossReason, std::function<void()> told) { acknowledge = told; };
+  std::optional<AcquireOutcome> outcome;
+  a.engine.acquire(spec, [&](AcquireOutcome o) { outcome = o; });
+  settle();
+  ASSERT_TRUE(outcome && outcome->error == LeaseError::kOk);
+  bool done = false;
+  a.engine.shutdown([&] { done = true; });
+  settle();
+  ASSERT_TRUE(acknowledge);
+  EXPECT_EQ(queue("x").size(), 1u) << "deleted before the holder knew";
+  acknowledge();
+  settle();
+  EXPECT_TRUE(queue("x").empty());
+  EXPECT_TRUE(done);
+}
+
+TEST_F(LockEngineTest, ShutdownDeletesAnUnacknowledgedNodeWhenItsValidityEnds) {
+  AcquireSpec spec;
+  spec.name = "x";
+  spec.ttl = Millis(10000);
+  spec.onLost = [](uint64_t, LossReason, std::function<void()>) {};  // never answers
+  std::optional<AcquireOutcome> outcome;
+  a.engine.acquire(spec, [&](AcquireOutcome o) { outcome = o; });
+  settle();
+  ASSERT_TRUE(outcome && outcome->error == LeaseError::kOk);
+  a.engine.shutdown([] {});
+  settle();
+  EXPECT_EQ(queue("x").size(), 1u);
+  timer.advance(outcome->valid);
+  settle();
+  EXPECT_TRUE(queue("x").empty());
 }
 
 TEST_F(LockEngineTest, ShutdownTellsHoldersAndDeletesEverything) {
