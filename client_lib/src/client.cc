@@ -130,8 +130,13 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
  public:
   explicit ClientImpl(std::string socketPath) : socketPath_(std::move(socketPath)) {}
 
+  // The I/O thread holds a reference while it runs, so the last reference may be dropped there
+  // (a Lease freed in a loss callback): it cannot join itself, and it is about to end anyway.
   ~ClientImpl() {
-    if (thread_.joinable()) {
+    if (!thread_.joinable()) return;
+    if (onIoThread()) {
+      thread_.detach();
+    } else {
       post([this] { stop_->fulfill(); });
       thread_.join();
     }
@@ -140,8 +145,15 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Status start() {
     std::promise<Status> ready;
     auto result = ready.get_future();
-    thread_ = std::thread([this, &ready] { run(ready); });
+    thread_ = std::thread([self = shared_from_this(), &ready] { self->run(ready); });
     return result.get();
+  }
+
+  // Ends the connection (leases still held are released by the sidecar) and, unless called on
+  // the I/O thread itself, waits for the thread to end. Idempotent.
+  void stop() {
+    post([this] { stop_->fulfill(); });
+    if (!onIoThread() && thread_.joinable()) thread_.join();
   }
 
   bool connected() const { return connected_.load(); }
@@ -305,11 +317,12 @@ std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const Acquir
     request.setOwnerLabel(options.ownerLabel);
     request.setWatcher(kj::heap<WatcherImpl>(state));
     auto sentAt = Clock::now();
+    uint64_t key = nextKey_++;  // reserved now: the timeout below must know which to let go
     auto answer = request.send().then(
-        [this, state, sentAt](
+        [this, key, state, sentAt](
             capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
           if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
-          uint64_t key = state->key = nextKey_++;
+          state->key = key;
           state->token = response.getToken();
           state->setValidity(sentAt, response.getValidMs());
           auto& lease = leases_.emplace(key, IoLease{response.getLease(), state, nullptr})
@@ -340,8 +353,12 @@ std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const Acquir
         [](kj::Exception&& e) -> kj::Promise<Status> {
           return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
         });
-    return withDeadline(kj::mv(answer), options.wait + kCallSlack,
-                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return answer.exclusiveJoin(
+        timer_->afterDelay((options.wait + kCallSlack).count() * kj::MILLISECONDS)
+            .then([this, key]() {
+              leases_.erase(key);  // granted too late for the caller: let go of it
+              return error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer");
+            }));
   });
   if (statusOut) *statusOut = status;
   if (!status.ok()) return nullptr;
@@ -595,7 +612,7 @@ std::unique_ptr<Client> Client::connect(const std::string& socketPath, Status* s
 }
 
 Client::Client(std::shared_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
-Client::~Client() = default;
+Client::~Client() { impl_->stop(); }
 
 std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOptions& options,
                                        Status* status) {
