@@ -248,7 +248,8 @@ class ZkSync {
       if (pos != path.size() && path[pos] != '/') continue;
       std::string p = path.substr(0, pos);
       int rc = zoo_create(zh_, p.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
-      if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error("create " + p + ": " + zerror(rc));
+      if (rc != ZOK && rc != ZNODEEXISTS)
+        throw std::runtime_error("create " + p + ": " + zerror(rc));
     }
   }
   // create(EPHEMERAL_SEQUENTIAL) with zoo_create2 (the Stat, hence czxid, comes back), as the
@@ -325,7 +326,8 @@ HolderInfo holderOf(Client& client, const std::string& name) {
 // Polls (1 ms) until the lock has at least `waiters` queued behind its holder, then gives the
 // waiter's sidecar a few ms to set its watch on the predecessor (getChildren, then getAndWatch).
 bool waitForWaiters(Client& client, const std::string& name, uint32_t waiters) {
-  bool queued = waitUntil([&] { return holderOf(client, name).waiters >= waiters; }, milliseconds(5000));
+  bool queued =
+      waitUntil([&] { return holderOf(client, name).waiters >= waiters; }, milliseconds(5000));
   std::this_thread::sleep_for(milliseconds(5));
   return queued;
 }
@@ -390,7 +392,8 @@ void benchRpc(const Options& opt, SidecarCluster& cluster, const std::string& se
   HopThread hop(echo);
   auto client = cluster.connect(0);
   Status s;
-  auto lease = client->acquire("bench-rpc", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
+  auto lease =
+      client->acquire("bench-rpc", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
   if (!lease) throw std::runtime_error("acquire bench-rpc: " + s.message);
 
   Samples raw, hopped, check;
@@ -445,7 +448,7 @@ struct CycleSeries {
 struct CycleResult {
   PairSeries pair, pairRd;  // Rd: zoo_set_servers_resolution_delay(-1)
   Samples recipe;
-  CycleSeries fk, fkRd;     // fkRd: through a sidecar started with the resolution shim
+  CycleSeries fk, fkRd;  // fkRd: through a sidecar started with the resolution shim
   bool whatIf = false;
 };
 
@@ -546,7 +549,8 @@ CycleResult runCycles(const Options& opt, SidecarCluster& cluster, int rdSidecar
 // a few per second, are included: good to about +-0.1).
 std::string requestsPer(long long packets, size_t n, const char* unit) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f ZK requests/%s", n ? double(packets) / double(n) : NAN, unit);
+  std::snprintf(buf, sizeof buf, "%.1f ZK requests/%s", n ? double(packets) / double(n) : NAN,
+                unit);
   return buf;
 }
 
@@ -693,7 +697,8 @@ void benchValidFor(const Options& opt, SidecarCluster& cluster, Table& table) {
   progress("[5] local checks: %s\n", "Lease::validFor(), token(), steady_clock::now()");
   auto client = cluster.connect(0);
   Status s;
-  auto lease = client->acquire("bench-valid", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
+  auto lease =
+      client->acquire("bench-valid", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
   if (!lease) throw std::runtime_error("acquire bench-valid: " + s.message);
   const int batch = opt.quick ? 50000 : 200000;
   const int batches = 11;
@@ -779,9 +784,9 @@ SidecarCluster& startCluster(std::unique_ptr<SidecarCluster>& holder, bool force
 }
 
 // Sections 2 and 3 on one cluster (sidecars 0 and 1 plain; 2 and 3 shimmed when what-if is on).
-void benchCyclesAndHandovers(const Options& opt, SidecarCluster& cluster, bool whatIf,
-                             bool cycles, bool handovers, bool localHandovers,
-                             const std::string& suffix, const std::string& zkLabel, Table& table) {
+void benchCyclesAndHandovers(const Options& opt, SidecarCluster& cluster, bool whatIf, bool cycles,
+                             bool handovers, bool localHandovers, const std::string& suffix,
+                             const std::string& zkLabel, Table& table) {
   if (cycles) {
     progress("[2] acquire+release vs ZK C client create+delete %s\n", zkLabel);
     reportCycles(runCycles(opt, cluster, whatIf ? 2 : -1), suffix, zkLabel, table);
@@ -796,8 +801,7 @@ void benchCyclesAndHandovers(const Options& opt, SidecarCluster& cluster, bool w
   std::vector<HandoverRunner*> runners{&cross};
   if (crossRd) runners.push_back(crossRd.get());
   interleave(runners, n, cap);
-  table.add("3a" + suffix, "hand-over A<->B: release() -> grant " + zkLabel,
-            cross.handover);
+  table.add("3a" + suffix, "hand-over A<->B: release() -> grant " + zkLabel, cross.handover);
   table.add("3b" + suffix, "  the holder's release() call alone", cross.releaseCall);
   if (crossRd) {
     table.add("3d" + suffix, "what-if: 3a with resolution delay -1", crossRd->handover,
@@ -818,9 +822,10 @@ int run(const Options& opt, const std::string& selfExe) {
   ::uname(&u);
   std::printf("fk_bench: build %s, kernel %s, %u cpus, loadavg at start %s\n", FK_BENCH_BUILD_TYPE,
               u.release, std::thread::hardware_concurrency(), loadAverage().c_str());
-  std::printf("ZooKeeper 3.8.0 standalone on 127.0.0.1 (tickTime 200 ms), sidecars with "
-              "--session-timeout 2s --log-level %s; %s\n",
-              opt.sidecarLogLevel.c_str(), opt.quick ? "--quick sample counts" : "full sample counts");
+  std::printf(
+      "ZooKeeper 3.8.0 standalone on 127.0.0.1 (tickTime 200 ms), sidecars with "
+      "--session-timeout 2s --log-level %s; %s\n",
+      opt.sidecarLogLevel.c_str(), opt.quick ? "--quick sample counts" : "full sample counts");
   std::fflush(stdout);
   Table table;
   const bool whatIf = opt.want("whatif");
@@ -843,7 +848,8 @@ int run(const Options& opt, const std::string& selfExe) {
       auto cross = runKillHandovers(cluster, 0, 1, n, seconds(opt.quick ? 20 : 40), "bench-kill");
       table.add("4a", "SIGKILL holder (sidecar A) -> standby on B granted", cross,
                 "mean " + human(cross.mean()) + "; goal: well under 1 s");
-      auto same = runKillHandovers(cluster, 0, 0, n, seconds(opt.quick ? 20 : 40), "bench-kill-local");
+      auto same =
+          runKillHandovers(cluster, 0, 0, n, seconds(opt.quick ? 20 : 40), "bench-kill-local");
       table.add("4b", "SIGKILL holder -> standby on the same sidecar", same,
                 "mean " + human(same.mean()));
     }
@@ -860,9 +866,8 @@ int run(const Options& opt, const std::string& selfExe) {
 
   std::printf("\n");
   table.print(stdout);
-  std::printf("\nwall time %.1f s; loadavg at end %s%s\n",
-              nsBetween(started, Clock::now()) / 1e9, loadAverage().c_str(),
-              g_stop ? " (INTERRUPTED)" : "");
+  std::printf("\nwall time %.1f s; loadavg at end %s%s\n", nsBetween(started, Clock::now()) / 1e9,
+              loadAverage().c_str(), g_stop ? " (INTERRUPTED)" : "");
   if (!opt.tsv.empty()) {
     if (FILE* f = std::fopen(opt.tsv.c_str(), "w")) {
       table.printTsv(f);
@@ -918,7 +923,7 @@ int main(int argc, char** argv) {
     }
   }
   if (opt.keepLogs) ::setenv("FK_KEEP_TEST_LOGS", "1", 1);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = onSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);

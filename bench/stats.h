@@ -60,7 +60,7 @@ inline std::string human(double ns) {
 }
 
 struct Row {
-  std::string id;     // "1", "2b", ...: matches the numbered items in README.md
+  std::string id;  // "1", "2b", ...: matches the numbered items in README.md
   std::string label;
   size_t n = 0;
   int failures = 0;

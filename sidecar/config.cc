@@ -55,8 +55,18 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (const char* v = std::getenv("FENCEKEEPER_ROOT")) c.root = v;
 
   enum : int {
-    kZk = 1000, kSocket, kRoot, kSessionTimeout, kDev, kDevData, kPersistentParents, kDefaultTtl,
-    kMaxTtl, kSocketWorld, kLogLevel, kHelp,
+    kZk = 1000,
+    kSocket,
+    kRoot,
+    kSessionTimeout,
+    kDev,
+    kDevData,
+    kPersistentParents,
+    kDefaultTtl,
+    kMaxTtl,
+    kSocketWorld,
+    kLogLevel,
+    kHelp,
   };
   static const option options[] = {
       {"zk", required_argument, nullptr, kZk},
@@ -88,17 +98,29 @@ ParsedFlags parseFlags(int argc, char** argv) {
   int opt;
   while ((opt = getopt_long(argc, argv, "", options, nullptr)) != -1) {
     switch (opt) {
-      case kZk: c.zk = optarg; break;
-      case kSocket: c.socket = optarg; break;
-      case kRoot: c.root = optarg; break;
+      case kZk:
+        c.zk = optarg;
+        break;
+      case kSocket:
+        c.socket = optarg;
+        break;
+      case kRoot:
+        c.root = optarg;
+        break;
       case kSessionTimeout:
         if (!duration("--session-timeout", c.sessionTimeout)) {
           return bad(std::string("bad --session-timeout '") + optarg + "'");
         }
         break;
-      case kDev: c.dev = true; break;
-      case kDevData: c.devDataDir = optarg; break;
-      case kPersistentParents: c.persistentParents = true; break;
+      case kDev:
+        c.dev = true;
+        break;
+      case kDevData:
+        c.devDataDir = optarg;
+        break;
+      case kPersistentParents:
+        c.persistentParents = true;
+        break;
       case kDefaultTtl:
         if (!duration("--default-ttl", c.defaultTtl)) {
           return bad(std::string("bad --default-ttl '") + optarg + "'");
@@ -109,9 +131,14 @@ ParsedFlags parseFlags(int argc, char** argv) {
           return bad(std::string("bad --max-ttl '") + optarg + "'");
         }
         break;
-      case kSocketWorld: c.socketWorldAccessible = true; break;
-      case kLogLevel: c.logLevel = optarg; break;
-      case kHelp: return ParsedFlags{std::nullopt, 0, kUsage};
+      case kSocketWorld:
+        c.socketWorldAccessible = true;
+        break;
+      case kLogLevel:
+        c.logLevel = optarg;
+        break;
+      case kHelp:
+        return ParsedFlags{std::nullopt, 0, kUsage};
       default:
         return bad(std::string("unknown or incomplete option '") + argv[optind - 1] + "'");
     }

@@ -1,10 +1,9 @@
 // fencekeeper: flags, wiring and signals. Everything else lives in the components.
-#include <signal.h>
-#include <unistd.h>
-
 #include <kj/async-io.h>
 #include <kj/async-unix.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -69,8 +68,8 @@ int run(const SidecarConfig& config) {
   int fd = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
   rpc::ServerContext context{*engine, *zk, timer, config.root, timer.now()};
   auto listener = std::make_unique<rpc::RpcListener>(
-      context, io.lowLevelProvider->wrapListenSocketFd(
-                   fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
+      context,
+      io.lowLevelProvider->wrapListenSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
   spdlog::info(
       "fencekeeper serving socket={} zk={} root={} session-timeout={}ms parents={} "
       "default-ttl={}ms max-ttl={}ms instance={}",

@@ -61,11 +61,14 @@ int usage(const std::string& message) {
 int exitCodeFor(const Status& s) {
   switch (s.code) {
     case ErrorCode::kInvalidName:
-    case ErrorCode::kInvalidArgument: return kExitUsage;
+    case ErrorCode::kInvalidArgument:
+      return kExitUsage;
     case ErrorCode::kSidecarUnavailable:
     case ErrorCode::kInternal:
-    case ErrorCode::kWrongThread: return kExitUnavailable;
-    default: return kExitNotAcquired;  // timed out, ZooKeeper out of reach, limits, shutting down
+    case ErrorCode::kWrongThread:
+      return kExitUnavailable;
+    default:
+      return kExitNotAcquired;  // timed out, ZooKeeper out of reach, limits, shutting down
   }
 }
 
@@ -124,7 +127,7 @@ std::string jsonEscape(const std::string& s) {
 
 std::string isoTime(int64_t unixMs) {
   time_t secs = static_cast<time_t>(unixMs / 1000);
-  struct tm tm{};
+  struct tm tm {};
   gmtime_r(&secs, &tm);
   char buf[40];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -194,8 +197,8 @@ int statusCommand(const std::string& socket, bool json) {
     std::printf("]}\n");
     return 0;
   }
-  std::printf("zookeeper:   %s, session %s, timeout %u ms, vouched for %u ms\n",
-              st.zkState.c_str(), st.sessionId.c_str(), st.sessionTimeoutMs, st.safeForMs);
+  std::printf("zookeeper:   %s, session %s, timeout %u ms, vouched for %u ms\n", st.zkState.c_str(),
+              st.sessionId.c_str(), st.sessionTimeoutMs, st.safeForMs);
   std::printf("root:        %s\n", st.root.c_str());
   std::printf("leases held: %u, waiting: %u, connections: %u, grants since start: %llu\n",
               st.leasesHeld, st.waiters, st.connections,
@@ -262,8 +265,8 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     signalfd_siginfo info{};
     while (read(sigFd, &info, sizeof info) == sizeof info) {
       if (info.ssi_signo == SIGCHLD) continue;
-      std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n",
-                   info.ssi_signo, args.name.c_str());
+      std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n", info.ssi_signo,
+                   args.name.c_str());
       std::fflush(stderr);
       _exit(128 + static_cast<int>(info.ssi_signo));  // the thread still waits: no unwinding
     }
@@ -316,9 +319,11 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
   Millis granted = lease->validFor();
   Millis grace = args.grace.value_or(std::min(args.ttl, granted) / 3);
   if (grace >= granted) {
-    std::fprintf(stderr, "fencectl: --grace %lld ms is not below the validity granted (%lld ms); "
-                 "using %lld ms\n", static_cast<long long>(grace.count()),
-                 static_cast<long long>(granted.count()), static_cast<long long>(granted.count() / 3));
+    std::fprintf(stderr,
+                 "fencectl: --grace %lld ms is not below the validity granted (%lld ms); "
+                 "using %lld ms\n",
+                 static_cast<long long>(grace.count()), static_cast<long long>(granted.count()),
+                 static_cast<long long>(granted.count() / 3));
     grace = granted / 3;
   }
   bool leaseLost = false, stopped = false, termSent = false, killSent = false;

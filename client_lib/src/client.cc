@@ -29,9 +29,7 @@ using Clock = std::chrono::steady_clock;
 constexpr Millis kCallSlack{10'000};
 
 ErrorCode fromIpc(ipc::Error e) { return static_cast<ErrorCode>(static_cast<uint16_t>(e)); }
-LossReason fromIpc(ipc::LossReason r) {
-  return static_cast<LossReason>(static_cast<uint16_t>(r));
-}
+LossReason fromIpc(ipc::LossReason r) { return static_cast<LossReason>(static_cast<uint16_t>(r)); }
 
 Status error(ErrorCode code, std::string message = {}) {
   if (message.empty()) message = errorCodeName(code);
@@ -217,7 +215,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
-  std::mutex loopMutex_;                   // guards loop_ (set and reset on the I/O thread)
+  std::mutex loopMutex_;                  // guards loop_ (set and reset on the I/O thread)
   std::unique_ptr<KjLoopExecutor> loop_;  // set while the I/O loop runs
 
   // I/O thread only:
@@ -241,13 +239,14 @@ void ClientImpl::run(std::promise<Status>& ready) {
     auto paf = kj::newPromiseAndFulfiller<void>();
     stop_ = kj::mv(paf.fulfiller);
     try {
-      auto address =
-          io.provider->getNetwork().parseAddress(kj::str("unix:", socketPath_.c_str())).wait(io.waitScope);
+      auto address = io.provider->getNetwork()
+                         .parseAddress(kj::str("unix:", socketPath_.c_str()))
+                         .wait(io.waitScope);
       stream = address->connect().wait(io.waitScope);
     } catch (const kj::Exception& e) {
-      ready.set_value(error(ErrorCode::kSidecarUnavailable,
-                            "cannot connect to the sidecar at " + socketPath_ + ": " +
-                                e.getDescription().cStr()));
+      ready.set_value(error(
+          ErrorCode::kSidecarUnavailable,
+          "cannot connect to the sidecar at " + socketPath_ + ": " + e.getDescription().cStr()));
       readySet = true;
       return;
     }
@@ -258,9 +257,10 @@ void ClientImpl::run(std::promise<Status>& ready) {
       std::lock_guard<std::mutex> lock(loopMutex_);
       loop_ = std::make_unique<KjLoopExecutor>(io.unixEventPort);
     }
-    auto disconnected = rpc->onDisconnect().then([this] { onDisconnected(); },
-                                                 [this](kj::Exception&&) { onDisconnected(); })
-                            .eagerlyEvaluate(nullptr);
+    auto disconnected =
+        rpc->onDisconnect()
+            .then([this] { onDisconnected(); }, [this](kj::Exception&&) { onDisconnected(); })
+            .eagerlyEvaluate(nullptr);
     connected_ = true;
     ready.set_value(Status{});
     readySet = true;
@@ -319,14 +319,14 @@ std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const Acquir
     auto sentAt = Clock::now();
     uint64_t key = nextKey_++;  // reserved now: the timeout below must know which to let go
     auto answer = request.send().then(
-        [this, key, state, sentAt](
-            capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
+        [this, key, state,
+         sentAt](capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
           if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
           state->key = key;
           state->token = response.getToken();
           state->setValidity(sentAt, response.getValidMs());
-          auto& lease = leases_.emplace(key, IoLease{response.getLease(), state, nullptr})
-                            .first->second;
+          auto& lease =
+              leases_.emplace(key, IoLease{response.getLease(), state, nullptr}).first->second;
           // The validity counts from the send, to err on the safe side; after a long wait in the
           // queue that leaves little or nothing of it, so ask again, counting from now.
           auto refresh = kj::Promise<Status>(Status{});
@@ -369,28 +369,28 @@ kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
   auto it = leases_.find(key);
   if (it == leases_.end()) return kj::READY_NOW;
   auto period = it->second.state->renewPeriod();
-  return timer_->afterDelay(period.count() * kj::MILLISECONDS).then([this, key]() -> kj::Promise<void> {
-    auto it = leases_.find(key);
-    if (it == leases_.end()) return kj::READY_NOW;
-    auto state = it->second.state;
-    if (state->options.renewOnlyIfCheckedIn && !state->checkedIn.exchange(false)) {
-      return keepAliveLoop(key);  // no check-in: let the lease run out
-    }
-    auto sentAt = Clock::now();
-    return it->second.cap.renewRequest()
-        .send()
-        .then([this, key, state, sentAt](capnp::Response<ipc::Lease::RenewResults> r)
-                  -> kj::Promise<void> {
-          if (r.getError() != ipc::Error::OK) {
-            state->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
-                                                                : LossReason::kRenewFailed);
-            return kj::READY_NOW;
-          }
-          state->setValidity(sentAt, r.getValidMs());
-          return keepAliveLoop(key);
-        },
-              [](kj::Exception&&) {});  // the connection dropped: onDisconnected says lost
-  });
+  return timer_->afterDelay(period.count() * kj::MILLISECONDS)
+      .then([this, key]() -> kj::Promise<void> {
+        auto it = leases_.find(key);
+        if (it == leases_.end()) return kj::READY_NOW;
+        auto state = it->second.state;
+        if (state->options.renewOnlyIfCheckedIn && !state->checkedIn.exchange(false)) {
+          return keepAliveLoop(key);  // no check-in: let the lease run out
+        }
+        auto sentAt = Clock::now();
+        return it->second.cap.renewRequest().send().then(
+            [this, key, state,
+             sentAt](capnp::Response<ipc::Lease::RenewResults> r) -> kj::Promise<void> {
+              if (r.getError() != ipc::Error::OK) {
+                state->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
+                                                                    : LossReason::kRenewFailed);
+                return kj::READY_NOW;
+              }
+              state->setValidity(sentAt, r.getValidMs());
+              return keepAliveLoop(key);
+            },
+            [](kj::Exception&&) {});  // the connection dropped: onDisconnected says lost
+      });
 }
 
 Status ClientImpl::release(LeaseState& state) {
@@ -426,21 +426,22 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
     request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return withDeadline(request.send().then(
-        [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
-          if (r.getError() != ipc::Error::OK) {
-            if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
-              s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
-                                                              : LossReason::kRenewFailed);
-            }
-            return error(fromIpc(r.getError()));
-          }
-          s->setValidity(sentAt, r.getValidMs());
-          return Status{};
-        },
-        [](kj::Exception&& e) {
-          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
-        }),
+    return withDeadline(
+        request.send().then(
+            [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
+              if (r.getError() != ipc::Error::OK) {
+                if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
+                  s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
+                                                                  : LossReason::kRenewFailed);
+                }
+                return error(fromIpc(r.getError()));
+              }
+              s->setValidity(sentAt, r.getValidMs());
+              return Status{};
+            },
+            [](kj::Exception&& e) {
+              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+            }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
@@ -453,16 +454,18 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return withDeadline(it->second.cap.tokenRequest().send().then(
-        [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
-          if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
-          s->setValidity(sentAt, r.getValidMs());
-          if (validFor) *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
-          return Status{};
-        },
-        [](kj::Exception&& e) {
-          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
-        }),
+    return withDeadline(
+        it->second.cap.tokenRequest().send().then(
+            [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
+              if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+              s->setValidity(sentAt, r.getValidMs());
+              if (validFor)
+                *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
+              return Status{};
+            },
+            [](kj::Exception&& e) {
+              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+            }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
@@ -629,32 +632,52 @@ std::string defaultSocketPath() {
 
 const char* errorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidName: return "invalid lock name";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kTimedOut: return "timed out";
-    case ErrorCode::kNotHeld: return "not held";
-    case ErrorCode::kExpired: return "lease expired";
-    case ErrorCode::kLost: return "lease lost";
-    case ErrorCode::kZkUnavailable: return "zookeeper unavailable";
-    case ErrorCode::kShuttingDown: return "sidecar shutting down";
-    case ErrorCode::kLimitReached: return "limit reached";
-    case ErrorCode::kInternal: return "internal error";
-    case ErrorCode::kSidecarUnavailable: return "sidecar unavailable";
-    case ErrorCode::kWrongThread: return "called from the client's I/O thread";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidName:
+      return "invalid lock name";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kTimedOut:
+      return "timed out";
+    case ErrorCode::kNotHeld:
+      return "not held";
+    case ErrorCode::kExpired:
+      return "lease expired";
+    case ErrorCode::kLost:
+      return "lease lost";
+    case ErrorCode::kZkUnavailable:
+      return "zookeeper unavailable";
+    case ErrorCode::kShuttingDown:
+      return "sidecar shutting down";
+    case ErrorCode::kLimitReached:
+      return "limit reached";
+    case ErrorCode::kInternal:
+      return "internal error";
+    case ErrorCode::kSidecarUnavailable:
+      return "sidecar unavailable";
+    case ErrorCode::kWrongThread:
+      return "called from the client's I/O thread";
   }
   return "unknown error";
 }
 
 const char* lossReasonName(LossReason reason) {
   switch (reason) {
-    case LossReason::kTtlExpired: return "ttl expired";
-    case LossReason::kSessionLost: return "zookeeper session lost";
-    case LossReason::kSessionUncertain: return "zookeeper session uncertain";
-    case LossReason::kSidecarShutdown: return "sidecar shutting down";
-    case LossReason::kReleasedElsewhere: return "released elsewhere";
-    case LossReason::kConnectionLost: return "connection to the sidecar lost";
-    case LossReason::kRenewFailed: return "renew failed";
+    case LossReason::kTtlExpired:
+      return "ttl expired";
+    case LossReason::kSessionLost:
+      return "zookeeper session lost";
+    case LossReason::kSessionUncertain:
+      return "zookeeper session uncertain";
+    case LossReason::kSidecarShutdown:
+      return "sidecar shutting down";
+    case LossReason::kReleasedElsewhere:
+      return "released elsewhere";
+    case LossReason::kConnectionLost:
+      return "connection to the sidecar lost";
+    case LossReason::kRenewFailed:
+      return "renew failed";
   }
   return "unknown";
 }

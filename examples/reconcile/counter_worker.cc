@@ -61,12 +61,18 @@ int main(int argc, char** argv) {
     }
     std::string value = argv[i + 1];
     std::optional<Millis> parsed;
-    if (flag == "--socket") socket = value;
-    else if (flag == "--store-port") port = std::atoi(value.c_str());
-    else if (flag == "--lock") lock = value;
-    else if (flag == "--key") key = value;
-    else if (flag == "--name") name = value;
-    else if (flag == "--seed") seed = std::strtoull(value.c_str(), nullptr, 10);
+    if (flag == "--socket")
+      socket = value;
+    else if (flag == "--store-port")
+      port = std::atoi(value.c_str());
+    else if (flag == "--lock")
+      lock = value;
+    else if (flag == "--key")
+      key = value;
+    else if (flag == "--name")
+      name = value;
+    else if (flag == "--seed")
+      seed = std::strtoull(value.c_str(), nullptr, 10);
     else if ((flag == "--ttl" || flag == "--wait" || flag == "--duration") &&
              (parsed = parseDuration(value))) {
       (flag == "--ttl" ? ttl : flag == "--wait" ? wait : duration) = *parsed;

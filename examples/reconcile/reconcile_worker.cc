@@ -27,7 +27,7 @@ std::string now() {
   auto t = std::chrono::system_clock::now();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   time_t secs = static_cast<time_t>(ms / 1000);
-  struct tm tm{};
+  struct tm tm {};
   localtime_r(&secs, &tm);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03lld", tm.tm_hour, tm.tm_min, tm.tm_sec,
@@ -49,12 +49,18 @@ int main(int argc, char** argv) {
   Millis ttl(3000), wait(30000), work(1000);
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--socket") socket = value;
-    else if (flag == "--store-port") port = std::atoi(value.c_str());
-    else if (flag == "--name") name = value;
-    else if (flag == "--ttl") ttl = parseDuration(value).value_or(ttl);
-    else if (flag == "--wait") wait = parseDuration(value).value_or(wait);
-    else if (flag == "--work") work = parseDuration(value).value_or(work);
+    if (flag == "--socket")
+      socket = value;
+    else if (flag == "--store-port")
+      port = std::atoi(value.c_str());
+    else if (flag == "--name")
+      name = value;
+    else if (flag == "--ttl")
+      ttl = parseDuration(value).value_or(ttl);
+    else if (flag == "--wait")
+      wait = parseDuration(value).value_or(wait);
+    else if (flag == "--work")
+      work = parseDuration(value).value_or(work);
   }
   Status status;
   auto client = Client::connect(socket, &status);

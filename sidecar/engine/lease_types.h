@@ -42,8 +42,8 @@ struct AcquireSpec {
   std::string ownerLabel;
   std::string client;  // who asked, for logs ("pid 123")
   int32_t clientPid = 0;
-  Millis ttl{0};       // 0: the engine's default
-  Millis wait{0};      // 0: try once
+  Millis ttl{0};   // 0: the engine's default
+  Millis wait{0};  // 0: try once
   // Called on the loop when a granted lease is lost (never after withdraw or release). `told` is
   // to be called once the holder has taken the notice in (or can no longer be told).
   std::function<void(uint64_t token, LossReason, std::function<void()> told)> onLost;

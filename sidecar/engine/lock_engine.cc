@@ -227,36 +227,37 @@ void LockEngine::recoverCreate(Request& r) {
 void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
   std::vector<std::string> chain{config_.root, config_.root + "/locks"};
   for (size_t pos = chain.back().size() + 1; pos <= r.lockPath.size(); ++pos) {
-    if (pos == r.lockPath.size() || r.lockPath[pos] == '/') chain.push_back(r.lockPath.substr(0, pos));
+    if (pos == r.lockPath.size() || r.lockPath[pos] == '/')
+      chain.push_back(r.lockPath.substr(0, pos));
   }
   if (level >= chain.size()) return startCreate(r);
   bool persistent = level < 2 || config_.persistentParents;
   LeaseId id = r.id;
   uint32_t attempt = r.attempt;
-  zk_.create(chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
-             [this, id, attempt, level, restarts](zk::CreateResult res) {
-               Request* r = find(id, attempt);
-               if (!r || r->state != State::kCreating) return;
-               if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
-                 return ensureParents(*r, level + 1, restarts);
-               }
-               if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
-                 return ensureParents(*r, 0, restarts + 1);  // a parent was reaped meanwhile
-               }
-               if (zk::isAmbiguous(res.code)) {
-                 return retryLater(id, attempt, [this, level, restarts](Request& again) {
-                   ensureParents(again, level, restarts);
-                 });
-               }
-               if (res.code == zk::Code::kSessionExpired) {
-                 r->recreateOnConnect = true;  // the session listener starts it over
-                 return;
-               }
-               if (res.code == zk::Code::kClosing) return fail(*r, LeaseError::kShuttingDown);
-               spdlog::error("cannot create lock parent for {}: {}", r->spec.name,
-                             zk::codeName(res.code));
-               fail(*r, LeaseError::kZkUnavailable);
-             });
+  zk_.create(
+      chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
+      [this, id, attempt, level, restarts](zk::CreateResult res) {
+        Request* r = find(id, attempt);
+        if (!r || r->state != State::kCreating) return;
+        if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
+          return ensureParents(*r, level + 1, restarts);
+        }
+        if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
+          return ensureParents(*r, 0, restarts + 1);  // a parent was reaped meanwhile
+        }
+        if (zk::isAmbiguous(res.code)) {
+          return retryLater(id, attempt, [this, level, restarts](Request& again) {
+            ensureParents(again, level, restarts);
+          });
+        }
+        if (res.code == zk::Code::kSessionExpired) {
+          r->recreateOnConnect = true;  // the session listener starts it over
+          return;
+        }
+        if (res.code == zk::Code::kClosing) return fail(*r, LeaseError::kShuttingDown);
+        spdlog::error("cannot create lock parent for {}: {}", r->spec.name, zk::codeName(res.code));
+        fail(*r, LeaseError::kZkUnavailable);
+      });
 }
 
 // ---- the queue -------------------------------------------------------------------------------
@@ -341,8 +342,8 @@ void LockEngine::grant(Request& r) {
   r.deadline = timer_.now() + r.spec.ttl;
   armTtlTimer(r);
   ++grantsTotal_;
-  spdlog::info("grant lock={} token={} client={} owner='{}' ttl={}ms", r.spec.name,
-               r.stat.czxid, r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
+  spdlog::info("grant lock={} token={} client={} owner='{}' ttl={}ms", r.spec.name, r.stat.czxid,
+               r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
   watchOwnNode(r);
   auto done = std::move(r.done);
   done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid),
@@ -461,8 +462,8 @@ Validity LockEngine::validity(const Request& r) const {
               std::min(left, guard_->safeFor())};
     }
     case State::kLost:
-      return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost,
-              0, Millis(0)};
+      return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost, 0,
+              Millis(0)};
     case State::kReleased:
       return {LeaseError::kNotHeld, 0, Millis(0)};
     default:
@@ -622,8 +623,7 @@ void LockEngine::onSafe() {
 
 // ---- queries ---------------------------------------------------------------------------------
 
-void LockEngine::holder(const std::string& name,
-                        std::function<void(LeaseError, HolderInfo)> done) {
+void LockEngine::holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done) {
   if (!isValidLockName(name)) return done(LeaseError::kInvalidName, {});
   std::string path = lockPath(name);
   zk_.getChildren(path, [this, alive = std::weak_ptr<bool>(alive_), path,
@@ -644,8 +644,8 @@ void LockEngine::holder(const std::string& name,
       if (!alive.lock()) return;
       if (got.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});  // just handed over
       if (got.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
-      HolderInfo info{true, static_cast<uint64_t>(got.stat.czxid), got.data, got.stat.ctimeMs,
-                      waiters, false};
+      HolderInfo info{
+          true, static_cast<uint64_t>(got.stat.czxid), got.data, got.stat.ctimeMs, waiters, false};
       for (auto& [id, r] : requests_) {
         if (r->node == node && r->state == State::kHeld) {
           info.thisSidecar = true;
@@ -724,28 +724,44 @@ void LockEngine::shutdown(std::function<void()> done) {
 
 const char* errorName(LeaseError error) {
   switch (error) {
-    case LeaseError::kOk: return "ok";
-    case LeaseError::kInvalidName: return "invalid name";
-    case LeaseError::kInvalidArgument: return "invalid argument";
-    case LeaseError::kTimedOut: return "timed out";
-    case LeaseError::kNotHeld: return "not held";
-    case LeaseError::kExpired: return "expired";
-    case LeaseError::kLost: return "lost";
-    case LeaseError::kZkUnavailable: return "zookeeper unavailable";
-    case LeaseError::kShuttingDown: return "shutting down";
-    case LeaseError::kLimitReached: return "limit reached";
-    case LeaseError::kInternal: return "internal error";
+    case LeaseError::kOk:
+      return "ok";
+    case LeaseError::kInvalidName:
+      return "invalid name";
+    case LeaseError::kInvalidArgument:
+      return "invalid argument";
+    case LeaseError::kTimedOut:
+      return "timed out";
+    case LeaseError::kNotHeld:
+      return "not held";
+    case LeaseError::kExpired:
+      return "expired";
+    case LeaseError::kLost:
+      return "lost";
+    case LeaseError::kZkUnavailable:
+      return "zookeeper unavailable";
+    case LeaseError::kShuttingDown:
+      return "shutting down";
+    case LeaseError::kLimitReached:
+      return "limit reached";
+    case LeaseError::kInternal:
+      return "internal error";
   }
   return "?";
 }
 
 const char* lossReasonName(LossReason reason) {
   switch (reason) {
-    case LossReason::kTtlExpired: return "ttl expired";
-    case LossReason::kSessionLost: return "session lost";
-    case LossReason::kSessionUncertain: return "session uncertain";
-    case LossReason::kSidecarShutdown: return "sidecar shutting down";
-    case LossReason::kReleasedElsewhere: return "released elsewhere";
+    case LossReason::kTtlExpired:
+      return "ttl expired";
+    case LossReason::kSessionLost:
+      return "session lost";
+    case LossReason::kSessionUncertain:
+      return "session uncertain";
+    case LossReason::kSidecarShutdown:
+      return "sidecar shutting down";
+    case LossReason::kReleasedElsewhere:
+      return "released elsewhere";
   }
   return "?";
 }

@@ -17,7 +17,8 @@ SessionGuard::SessionGuard(zk::Client& zk, Timer& timer, Millis margin,
       margin_(margin),
       onUnsafe_(std::move(onUnsafe)),
       onSafe_(std::move(onSafe)) {
-  if (zk_.sessionState() == zk::SessionState::kConnected) onSessionState(zk::SessionState::kConnected);
+  if (zk_.sessionState() == zk::SessionState::kConnected)
+    onSessionState(zk::SessionState::kConnected);
 }
 
 SessionGuard::~SessionGuard() {
@@ -71,15 +72,17 @@ void SessionGuard::onAnswered(uint64_t epoch, TimePoint sentAt, zk::Code code) {
     }
     ++answeredThisEpoch_;
     latestAnsweredSend_ = sentAt;
-    spdlog::trace("heartbeat answered after {} us; safe for {} ms",
-                  std::chrono::duration_cast<std::chrono::microseconds>(timer_.now() - sentAt).count(),
-                  safeFor().count());
+    spdlog::trace(
+        "heartbeat answered after {} us; safe for {} ms",
+        std::chrono::duration_cast<std::chrono::microseconds>(timer_.now() - sentAt).count(),
+        safeFor().count());
   }
   if (code != zk::Code::kOk) spdlog::debug("heartbeat failed: {}", zk::codeName(code));
   // While nothing can be vouched for (a new session, or back from a cut), heartbeat again at once.
   if (code == zk::Code::kOk && !safe()) return sendHeartbeat();
   Millis interval(std::max(1, zk_.negotiatedTimeoutMs() / 4));
-  TimePoint next = std::max(sentAt + interval, timer_.now() + Millis(code == zk::Code::kOk ? 0 : 50));
+  TimePoint next =
+      std::max(sentAt + interval, timer_.now() + Millis(code == zk::Code::kOk ? 0 : 50));
   heartbeatTimer_ = timer_.schedule(next, [this] {
     heartbeatTimer_ = 0;
     if (!inFlight_) sendHeartbeat();
@@ -89,8 +92,10 @@ void SessionGuard::onAnswered(uint64_t epoch, TimePoint sentAt, zk::Code code) {
 void SessionGuard::noticeExpiry() {
   if (safe() || !wasSafe_) return;
   wasSafe_ = false;
-  spdlog::warn("zookeeper session 0x{:x} can no longer be vouched for: no heartbeat answered "
-               "in time", zk_.sessionId());
+  spdlog::warn(
+      "zookeeper session 0x{:x} can no longer be vouched for: no heartbeat answered "
+      "in time",
+      zk_.sessionId());
   onUnsafe_();
 }
 

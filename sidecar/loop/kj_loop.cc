@@ -1,9 +1,8 @@
 #include "sidecar/loop/kj_loop.h"
 
+#include <kj/debug.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-#include <kj/debug.h>
 
 #include <stdexcept>
 
@@ -14,10 +13,8 @@ KjLoopExecutor::KjLoopExecutor(kj::UnixEventPort& port)
   if (eventFd_ < 0) throw std::runtime_error("eventfd() failed");
   observer_ = std::make_unique<kj::UnixEventPort::FdObserver>(
       port, eventFd_, kj::UnixEventPort::FdObserver::OBSERVE_READ);
-  draining_ = std::make_unique<kj::Promise<void>>(
-      drainLoop().eagerlyEvaluate([](kj::Exception&& e) {
-        KJ_LOG(ERROR, "loop executor failed", e);
-      }));
+  draining_ = std::make_unique<kj::Promise<void>>(drainLoop().eagerlyEvaluate(
+      [](kj::Exception&& e) { KJ_LOG(ERROR, "loop executor failed", e); }));
 }
 
 KjLoopExecutor::~KjLoopExecutor() {
@@ -73,8 +70,6 @@ void KjTimer::arm(uint64_t id, TimePoint when) {
 
 KjTimer::~KjTimer() { tasks_.reset(); }
 
-void KjTimer::taskFailed(kj::Exception&& e) {
-  KJ_LOG(ERROR, "timer callback failed", e);
-}
+void KjTimer::taskFailed(kj::Exception&& e) { KJ_LOG(ERROR, "timer callback failed", e); }
 
 }  // namespace fencekeeper

@@ -5,17 +5,28 @@ namespace fencekeeper::rpc {
 ipc::Error toIpc(engine::LeaseError error) {
   using E = engine::LeaseError;
   switch (error) {
-    case E::kOk: return ipc::Error::OK;
-    case E::kInvalidName: return ipc::Error::INVALID_NAME;
-    case E::kInvalidArgument: return ipc::Error::INVALID_ARGUMENT;
-    case E::kTimedOut: return ipc::Error::TIMED_OUT;
-    case E::kNotHeld: return ipc::Error::NOT_HELD;
-    case E::kExpired: return ipc::Error::EXPIRED;
-    case E::kLost: return ipc::Error::LOST;
-    case E::kZkUnavailable: return ipc::Error::ZK_UNAVAILABLE;
-    case E::kShuttingDown: return ipc::Error::SHUTTING_DOWN;
-    case E::kLimitReached: return ipc::Error::LIMIT_REACHED;
-    case E::kInternal: return ipc::Error::INTERNAL;
+    case E::kOk:
+      return ipc::Error::OK;
+    case E::kInvalidName:
+      return ipc::Error::INVALID_NAME;
+    case E::kInvalidArgument:
+      return ipc::Error::INVALID_ARGUMENT;
+    case E::kTimedOut:
+      return ipc::Error::TIMED_OUT;
+    case E::kNotHeld:
+      return ipc::Error::NOT_HELD;
+    case E::kExpired:
+      return ipc::Error::EXPIRED;
+    case E::kLost:
+      return ipc::Error::LOST;
+    case E::kZkUnavailable:
+      return ipc::Error::ZK_UNAVAILABLE;
+    case E::kShuttingDown:
+      return ipc::Error::SHUTTING_DOWN;
+    case E::kLimitReached:
+      return ipc::Error::LIMIT_REACHED;
+    case E::kInternal:
+      return ipc::Error::INTERNAL;
   }
   return ipc::Error::INTERNAL;
 }
@@ -23,11 +34,16 @@ ipc::Error toIpc(engine::LeaseError error) {
 ipc::LossReason toIpc(engine::LossReason reason) {
   using R = engine::LossReason;
   switch (reason) {
-    case R::kTtlExpired: return ipc::LossReason::TTL_EXPIRED;
-    case R::kSessionLost: return ipc::LossReason::SESSION_LOST;
-    case R::kSessionUncertain: return ipc::LossReason::SESSION_UNCERTAIN;
-    case R::kSidecarShutdown: return ipc::LossReason::SIDECAR_SHUTDOWN;
-    case R::kReleasedElsewhere: return ipc::LossReason::RELEASED_ELSEWHERE;
+    case R::kTtlExpired:
+      return ipc::LossReason::TTL_EXPIRED;
+    case R::kSessionLost:
+      return ipc::LossReason::SESSION_LOST;
+    case R::kSessionUncertain:
+      return ipc::LossReason::SESSION_UNCERTAIN;
+    case R::kSidecarShutdown:
+      return ipc::LossReason::SIDECAR_SHUTDOWN;
+    case R::kReleasedElsewhere:
+      return ipc::LossReason::RELEASED_ELSEWHERE;
   }
   return ipc::LossReason::SESSION_UNCERTAIN;
 }

@@ -34,7 +34,9 @@ uint32_t clampMs(Millis ms) {
 struct Peer {
   uint64_t connection;
   int32_t pid = 0;
-  std::string describe() const { return "pid " + std::to_string(pid) + " conn " + std::to_string(connection); }
+  std::string describe() const {
+    return "pid " + std::to_string(pid) + " conn " + std::to_string(connection);
+  }
 };
 
 // One granted lease. Dropping the last reference (client drop, connection close) withdraws it.
@@ -111,7 +113,8 @@ class SidecarImpl final : public ipc::Sidecar::Server {
         request.setToken(token);
         request.setReason(toIpc(reason));
         // The answer means the holder has handled the notice; a failure means it is gone.
-        request.send().then([told](auto&&) { told(); }, [told](kj::Exception&&) { told(); })
+        request.send()
+            .then([told](auto&&) { told(); }, [told](kj::Exception&&) { told(); })
             .detach([](kj::Exception&&) {});
       };
     }
@@ -136,11 +139,11 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     context.allowCancellation();
     using Answer = std::pair<engine::LeaseError, engine::HolderInfo>;
     auto answered = bridge<Answer>();
-    ctx_.engine.holder(context.getParams().getName(),
-                       [callback = kj::mv(answered.callback)](engine::LeaseError e,
-                                                              engine::HolderInfo info) {
-                         callback(std::make_pair(e, std::move(info)));
-                       });
+    ctx_.engine.holder(
+        context.getParams().getName(),
+        [callback = kj::mv(answered.callback)](engine::LeaseError e, engine::HolderInfo info) {
+          callback(std::make_pair(e, std::move(info)));
+        });
     return answered.promise.then(
         [context](std::pair<engine::LeaseError, engine::HolderInfo> answer) mutable {
           auto results = context.getResults();
@@ -230,12 +233,14 @@ kj::Promise<void> RpcListener::acceptLoop() {
 
 void RpcListener::serve(kj::AuthenticatedStream stream) {
   Peer peer{nextConnection_++};
-  KJ_IF_MAYBE(local, kj::dynamicDowncastIfAvailable<kj::LocalPeerIdentity>(*stream.peerIdentity)) {
-    KJ_IF_MAYBE(pid, local->getCredentials().pid) { peer.pid = *pid; }
+  KJ_IF_MAYBE (local, kj::dynamicDowncastIfAvailable<kj::LocalPeerIdentity>(*stream.peerIdentity)) {
+    KJ_IF_MAYBE (pid, local->getCredentials().pid) {
+      peer.pid = *pid;
+    }
   }
   spdlog::debug("connection {} from pid {}", peer.connection, peer.pid);
-  auto connection = kj::heap<Connection>(kj::mv(stream.stream),
-                                         kj::heap<SidecarImpl>(context_, peer));
+  auto connection =
+      kj::heap<Connection>(kj::mv(stream.stream), kj::heap<SidecarImpl>(context_, peer));
   auto disconnected = connection->network.onDisconnect();
   uint64_t id = peer.connection;
   connections_.add(disconnected.attach(kj::mv(connection)).then([id] {

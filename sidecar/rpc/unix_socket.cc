@@ -42,7 +42,7 @@ int bindUnixSocket(const std::string& path, bool worldAccessible) {
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
 
-  struct stat st{};
+  struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       throw std::runtime_error("'" + path + "' exists and is not a socket: refusing to replace it");
@@ -61,8 +61,8 @@ int bindUnixSocket(const std::string& path, bool worldAccessible) {
   umask(old);
   if (rc != 0 || listen(fd, 128) != 0) {
     close(fd);
-    throw std::runtime_error("cannot listen on '" + path + "': " +
-                             std::strerror(rc != 0 ? bindErrno : errno));
+    throw std::runtime_error("cannot listen on '" + path +
+                             "': " + std::strerror(rc != 0 ? bindErrno : errno));
   }
   return fd;
 }

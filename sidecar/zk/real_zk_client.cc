@@ -16,22 +16,31 @@ namespace {
 // The single mapping of C client return codes.
 Code mapCode(int rc) {
   switch (rc) {
-    case ZOK: return Code::kOk;
-    case ZNONODE: return Code::kNoNode;
-    case ZNODEEXISTS: return Code::kNodeExists;
-    case ZNOTEMPTY: return Code::kNotEmpty;
-    case ZBADVERSION: return Code::kBadVersion;
+    case ZOK:
+      return Code::kOk;
+    case ZNONODE:
+      return Code::kNoNode;
+    case ZNODEEXISTS:
+      return Code::kNodeExists;
+    case ZNOTEMPTY:
+      return Code::kNotEmpty;
+    case ZBADVERSION:
+      return Code::kBadVersion;
     case ZCONNECTIONLOSS:
     case ZSESSIONMOVED:  // sent on a connection the session has left: outcome unknown
     case ZTHROTTLEDOP:   // not applied, but safe to treat as unknown and retry
       return Code::kConnectionLoss;
-    case ZOPERATIONTIMEOUT: return Code::kOperationTimeout;
+    case ZOPERATIONTIMEOUT:
+      return Code::kOperationTimeout;
     case ZSESSIONEXPIRED:
     case ZINVALIDSTATE:  // the handle's session has expired
       return Code::kSessionExpired;
-    case ZCLOSING: return Code::kClosing;
-    case ZBADARGUMENTS: return Code::kInvalidArgument;
-    default: return Code::kOther;
+    case ZCLOSING:
+      return Code::kClosing;
+    case ZBADARGUMENTS:
+      return Code::kInvalidArgument;
+    default:
+      return Code::kOther;
   }
 }
 
@@ -76,8 +85,8 @@ struct RealZkClient::Shared {
   std::mutex watchMutex;
   std::set<struct WatchCtx*> watches;
 
-  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t) : loop(l), timer(tm), hosts(std::move(h)),
-                                                          sessionTimeout(t) {}
+  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t)
+      : loop(l), timer(tm), hosts(std::move(h)), sessionTimeout(t) {}
   // Runs `fn` on the loop unless the client has been destroyed by then.
   void post(std::shared_ptr<Shared> self, std::function<void()> fn) {
     loop.post([self = std::move(self), fn = std::move(fn)] {
@@ -141,8 +150,10 @@ void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
 
 void onStringStat(int rc, const char* value, const ::Stat* stat, const void* data) {
   auto* p = static_cast<Pending<Client::CreateCallback>*>(const_cast<void*>(data));
-  CreateResult result{mapCode(rc), value && rc == ZOK ? value : "", copyStat(rc == ZOK ? stat : nullptr)};
-  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  CreateResult result{mapCode(rc), value && rc == ZOK ? value : "",
+                      copyStat(rc == ZOK ? stat : nullptr)};
+  p->shared->post(p->shared,
+                  [done = std::move(p->done), result = std::move(result)] { done(result); });
   delete p;
 }
 
@@ -152,7 +163,8 @@ void onStrings(int rc, const struct String_vector* strings, const void* data) {
   if (rc == ZOK && strings) {
     for (int i = 0; i < strings->count; ++i) result.children.emplace_back(strings->data[i]);
   }
-  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->post(p->shared,
+                  [done = std::move(p->done), result = std::move(result)] { done(result); });
   delete p;
 }
 
@@ -160,7 +172,8 @@ void onData(int rc, const char* value, int len, const ::Stat* stat, const void* 
   auto* p = static_cast<Pending<Client::GetCallback>*>(const_cast<void*>(data));
   GetResult result{mapCode(rc), {}, copyStat(rc == ZOK ? stat : nullptr)};
   if (rc == ZOK && value && len > 0) result.data.assign(value, static_cast<size_t>(len));
-  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->post(p->shared,
+                  [done = std::move(p->done), result = std::move(result)] { done(result); });
   delete p;
 }
 
@@ -177,7 +190,8 @@ void onSync(int rc, const char*, const void* data) { onVoid(rc, data); }
 template <typename Callback, typename Result>
 void refuseIfNotSent(int rc, Pending<Callback>* p, Result result) {
   if (rc == ZOK) return;
-  p->shared->post(p->shared, [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->post(p->shared,
+                  [done = std::move(p->done), result = std::move(result)] { done(result); });
   delete p;
 }
 
@@ -280,17 +294,17 @@ void RealZkClient::create(const std::string& path, const std::string& data, Crea
               : mode == CreateMode::kContainer         ? ZOO_CONTAINER
                                                        : ZOO_PERSISTENT;
   auto* p = new Pending<CreateCallback>{shared_, std::move(done)};
-  int rc = shared_->zh ? zoo_acreate2(shared_->zh, path.c_str(), data.data(),
-                                      static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
-                                      onStringStat, p)
-                       : ZINVALIDSTATE;
+  int rc = shared_->zh
+               ? zoo_acreate2(shared_->zh, path.c_str(), data.data(), static_cast<int>(data.size()),
+                              &ZOO_OPEN_ACL_UNSAFE, flags, onStringStat, p)
+               : ZINVALIDSTATE;
   refuseIfNotSent(rc, p, CreateResult{mapCode(rc), {}, {}});
 }
 
 void RealZkClient::getChildren(const std::string& path, ChildrenCallback done) {
   auto* p = new Pending<ChildrenCallback>{shared_, std::move(done)};
-  int rc = shared_->zh ? zoo_aget_children(shared_->zh, path.c_str(), 0, onStrings, p)
-                       : ZINVALIDSTATE;
+  int rc =
+      shared_->zh ? zoo_aget_children(shared_->zh, path.c_str(), 0, onStrings, p) : ZINVALIDSTATE;
   refuseIfNotSent(rc, p, ChildrenResult{mapCode(rc), {}});
 }
 
@@ -315,9 +329,8 @@ void RealZkClient::getAndWatch(const std::string& path, GetCallback done, WatchC
         }
         done(std::move(result));
       }};
-  int rc = shared_->zh
-               ? zoo_awget(shared_->zh, path.c_str(), nodeWatcher, watch, onData, p)
-               : ZINVALIDSTATE;
+  int rc = shared_->zh ? zoo_awget(shared_->zh, path.c_str(), nodeWatcher, watch, onData, p)
+                       : ZINVALIDSTATE;
   refuseIfNotSent(rc, p, GetResult{mapCode(rc), {}, {}});
 }
 

@@ -23,7 +23,7 @@ enum class Code {
   kConnectionLoss,    // ambiguous: the request may or may not have been applied
   kOperationTimeout,  // ambiguous, as connection loss
   kSessionExpired,
-  kClosing,           // the client is being closed
+  kClosing,  // the client is being closed
   kInvalidArgument,
   kOther,
 };
@@ -48,7 +48,7 @@ enum class CreateMode { kPersistent, kContainer, kEphemeralSequential };
 enum class SessionState {
   kConnecting,  // disconnected, the client is trying to reconnect (the session may still live)
   kConnected,
-  kExpired,     // the session is gone with its ephemeral nodes; a new client must be made
+  kExpired,  // the session is gone with its ephemeral nodes; a new client must be made
   kAuthFailed,
 };
 const char* sessionStateName(SessionState state);

@@ -90,8 +90,7 @@ struct StoreEntry {
 };
 
 std::vector<StoreEntry> parseStoreLog(const std::string& text) {
-  static const std::regex kLine(
-      R"((GET|PUT) key=(\S+) lock=(\S+) token=(\d+) -> (\d+) (.*)$)");
+  static const std::regex kLine(R"((GET|PUT) key=(\S+) lock=(\S+) token=(\d+) -> (\d+) (.*)$)");
   static const std::regex kAccepted(R"(^accepted seq=(\d+))");
   std::vector<StoreEntry> out;
   auto all = lines(text);
@@ -169,8 +168,8 @@ class CheckerTest : public ::testing::Test {
       for (const std::string& entry : journal_) std::fprintf(stderr, "%s\n", entry.c_str());
       for (auto& w : workers_) {
         std::fprintf(stderr, "---- %s (pid %d, sidecar %zu, %s) last lines:\n%s", w.name.c_str(),
-                     static_cast<int>(w.process->pid()), w.sidecar,
-                     w.killed ? "killed" : "ran out", tail(w.process->log(), 5).c_str());
+                     static_cast<int>(w.process->pid()), w.sidecar, w.killed ? "killed" : "ran out",
+                     tail(w.process->log(), 5).c_str());
       }
       if (store_) {
         std::fprintf(stderr, "---- fenced-store log: %s\n", store_->logPath().c_str());
@@ -186,9 +185,8 @@ class CheckerTest : public ::testing::Test {
         std::vector<std::string>{FENCED_STORE_BIN, "--listen", "127.0.0.1:0", "--data", data,
                                  "--port-file", portFile},
         cluster_.dir() + "/store.log", std::vector<std::string>{}, true);
-    bool ready = waitUntil([&] {
-      return !readFile(portFile).empty() || !store_->running();
-    }, milliseconds(10'000));
+    bool ready = waitUntil([&] { return !readFile(portFile).empty() || !store_->running(); },
+                           milliseconds(10'000));
     ASSERT_TRUE(ready && store_->running()) << "fenced-store did not start:\n" << store_->log();
     port_ = std::stoi(readFile(portFile));
   }
@@ -203,9 +201,9 @@ class CheckerTest : public ::testing::Test {
     w.process = std::make_unique<ChildProcess>(
         std::vector<std::string>{COUNTER_WORKER_BIN, "--socket", cluster_.socket(sidecar),
                                  "--store-port", std::to_string(port_), "--lock", kLock, "--key",
-                                 kKey, "--ttl", std::to_string(kTtl.count()) + "ms", "--wait",
-                                 "5s", "--duration", std::to_string(left.count()) + "ms",
-                                 "--name", w.name, "--seed", std::to_string(random_())},
+                                 kKey, "--ttl", std::to_string(kTtl.count()) + "ms", "--wait", "5s",
+                                 "--duration", std::to_string(left.count()) + "ms", "--name",
+                                 w.name, "--seed", std::to_string(random_())},
         cluster_.newLogPath("counter-" + w.name), std::vector<std::string>{}, true);
     note("start " + w.name + " pid " + std::to_string(w.process->pid()) + " on sidecar " +
          std::to_string(sidecar));
@@ -350,8 +348,8 @@ TEST_F(CheckerTest, FencingKeepsTheCounterExactUnderFreezesAndKills) {
   std::sort(accepted.begin(), accepted.end(),
             [](const StoreEntry* a, const StoreEntry* b) { return *a->seq < *b->seq; });
   for (size_t i = 0; i < accepted.size(); ++i) {
-    ASSERT_EQ(*accepted[i]->seq, i + 1) << "accepted requests' seq must run 1..N (log line "
-                                        << accepted[i]->line << ")";
+    ASSERT_EQ(*accepted[i]->seq, i + 1)
+        << "accepted requests' seq must run 1..N (log line " << accepted[i]->line << ")";
   }
   size_t logOrderInversions = 0;
   for (size_t i = 1; i < accepted.size(); ++i) {

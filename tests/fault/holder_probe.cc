@@ -31,12 +31,18 @@ int main(int argc, char** argv) {
   bool exitOnLoss = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--socket") socket = value;
-    else if (flag == "--lock") lock = value;
-    else if (flag == "--ttl") ttl = parseDuration(value).value_or(ttl);
-    else if (flag == "--store-port") port = std::stoi(value);
-    else if (flag == "--dir") dir = value;
-    else if (flag == "--exit-on-loss") exitOnLoss = value == "1";
+    if (flag == "--socket")
+      socket = value;
+    else if (flag == "--lock")
+      lock = value;
+    else if (flag == "--ttl")
+      ttl = parseDuration(value).value_or(ttl);
+    else if (flag == "--store-port")
+      port = std::stoi(value);
+    else if (flag == "--dir")
+      dir = value;
+    else if (flag == "--exit-on-loss")
+      exitOnLoss = value == "1";
   }
   Status status;
   auto client = Client::connect(socket, &status);
@@ -61,8 +67,8 @@ int main(int argc, char** argv) {
   // Like a worker after a pause: it goes on where it stopped, writing with the token it has.
   auto wrote = fencedRequest(port, "PUT", lock, lock, lease->token(), "from the probe");
   Status renewed = lease->renew();
-  writeFile(dir + "/result", "write=" + std::to_string(wrote.status) + " renew=" +
-                                 errorCodeName(renewed.code) + " lost=" +
-                                 (lease->lost() ? "1" : "0"));
+  writeFile(dir + "/result", "write=" + std::to_string(wrote.status) +
+                                 " renew=" + errorCodeName(renewed.code) +
+                                 " lost=" + (lease->lost() ? "1" : "0"));
   return 0;
 }

@@ -116,10 +116,10 @@ TEST(SessionFault, ExitOnLossEndsAThawedHolder) {
   cluster.startSidecar(sessionTimeout());
   std::string probeDir = cluster.dir() + "/probe";
   std::filesystem::create_directories(probeDir);
-  ChildProcess probe({HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock", "exit-on-loss",
-                      "--ttl", "600ms", "--store-port", "1", "--dir", probeDir, "--exit-on-loss",
-                      "1"},
-                     cluster.newLogPath("probe"));
+  ChildProcess probe(
+      {HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock", "exit-on-loss", "--ttl", "600ms",
+       "--store-port", "1", "--dir", probeDir, "--exit-on-loss", "1"},
+      cluster.newLogPath("probe"));
   ASSERT_TRUE(waitUntil([&] { return !readFile(probeDir + "/granted").empty(); }));
   probe.signal(SIGSTOP);
   auto standby = cluster.connect(0);
@@ -241,9 +241,7 @@ void longOutage(bool cutOffByProxy) {
   EXPECT_GT(again->token(), standbyLease->token());
 }
 
-TEST(SessionFault, LongZooKeeperFreezeLosesLeasesBeforeAnyStandbyIsGranted) {
-  longOutage(false);
-}
+TEST(SessionFault, LongZooKeeperFreezeLosesLeasesBeforeAnyStandbyIsGranted) { longOutage(false); }
 
 TEST(SessionFault, CutOffSidecarLosesLeasesBeforeAnyStandbyIsGranted) { longOutage(true); }
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -142,7 +142,7 @@ TEST_F(LeaseTest, TokenKeepsRisingWhenTheLockParentIsReapedAndRecreated) {
   auto after = zk.children("/fencekeeper/locks/reaped");
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(engine::parseQueueNode(after[0])->sequence, 0);  // sequence numbers restarted...
-  EXPECT_GT(second->token(), first->token());                 // ...the token did not
+  EXPECT_GT(second->token(), first->token());                // ...the token did not
 }
 
 TEST_F(LeaseTest, TokenKeepsRisingWhenAnOperatorDeletesTheWholeTree) {
@@ -263,8 +263,7 @@ TEST_F(LeaseTest, StaleSocketIsReplacedAndALiveOneRefused) {
   close(fd);
   cluster.startSidecar();  // replaces it
 
-  ChildProcess second({fencekeeperBinary(), "--zk", cluster.zk().connectString(), "--socket",
-                       path},
+  ChildProcess second({fencekeeperBinary(), "--zk", cluster.zk().connectString(), "--socket", path},
                       cluster.newLogPath("second"));
   EXPECT_EQ(second.wait(milliseconds(10000)), 1);
   EXPECT_NE(second.log().find("another sidecar is serving"), std::string::npos) << second.log();
@@ -287,8 +286,9 @@ TEST_F(LeaseTest, BadInputGetsTypedErrorsAndTheSidecarKeepsServing) {
   EXPECT_EQ(client->holder("a//b", &info).code, ErrorCode::kInvalidName);
 
   // Garbage on the socket: the sidecar drops that connection and serves the others.
-  for (const std::string& garbage : {std::string("GET / HTTP/1.1\r\n\r\n"), std::string(4096, '\xff'),
-                                    std::string("\x00\x00\x00\x00\xff\xff\xff\x7f", 8)}) {
+  for (const std::string& garbage :
+       {std::string("GET / HTTP/1.1\r\n\r\n"), std::string(4096, '\xff'),
+        std::string("\x00\x00\x00\x00\xff\xff\xff\x7f", 8)}) {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -304,9 +304,9 @@ TEST_F(LeaseTest, BadInputGetsTypedErrorsAndTheSidecarKeepsServing) {
 
 TEST_F(LeaseTest, DeadZooKeeperGetsTypedErrorsAndTheSidecarKeepsServing) {
   std::string socket = cluster.dir() + "/dead.sock";
-  ChildProcess sidecar({fencekeeperBinary(), "--zk", "127.0.0.1:1", "--socket", socket,
-                        "--session-timeout", "2s"},
-                       cluster.newLogPath("dead-zk"));
+  ChildProcess sidecar(
+      {fencekeeperBinary(), "--zk", "127.0.0.1:1", "--socket", socket, "--session-timeout", "2s"},
+      cluster.newLogPath("dead-zk"));
   std::unique_ptr<Client> client;
   ASSERT_TRUE(waitUntil([&] { return (client = Client::connect(socket)) != nullptr; }));
   SidecarStatus status;
@@ -342,11 +342,10 @@ TEST_F(LeaseTest, FencectlRunsTheCommandWithTheTokenAndExitsWithItsStatus) {
   EXPECT_EQ(busy->wait(milliseconds(10000)), 75);
   auto bad = cluster.fencectl(0, {"lock", "no such", "--", "true"});
   EXPECT_EQ(bad->wait(milliseconds(10000)), 64);
-  auto unreachable =
-      std::make_unique<ChildProcess>(std::vector<std::string>{fencectlBinary(), "--socket",
-                                                              cluster.dir() + "/none.sock", "lock",
-                                                              "x", "--", "true"},
-                                     cluster.newLogPath("fencectl"));
+  auto unreachable = std::make_unique<ChildProcess>(
+      std::vector<std::string>{fencectlBinary(), "--socket", cluster.dir() + "/none.sock", "lock",
+                               "x", "--", "true"},
+      cluster.newLogPath("fencectl"));
   EXPECT_EQ(unreachable->wait(milliseconds(10000)), 69);
 }
 

@@ -19,8 +19,8 @@ class FencedStoreProcess {
     std::string portFile = dir + "/store.port";
     std::system(("mkdir -p " + data).c_str());
     process_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{binary, "--listen", "127.0.0.1:0", "--data", data,
-                                 "--port-file", portFile},
+        std::vector<std::string>{binary, "--listen", "127.0.0.1:0", "--data", data, "--port-file",
+                                 portFile},
         dir + "/store.log");
     if (!waitUntil([&] {
           std::ifstream in(portFile);

@@ -61,7 +61,8 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
                                 "--log-level",
                                 "trace"};
   argv.insert(argv.end(), options.extraArgs.begin(), options.extraArgs.end());
-  sidecars_.push_back(std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));
+  sidecars_.push_back(
+      std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));
   if (!waitReady(i)) {
     throw std::runtime_error("sidecar " + std::to_string(i) + " did not become ready:\n" +
                              sidecars_[i]->log());

@@ -244,7 +244,8 @@ TEST_F(LockEngineTest, NodeDeletedAfterAReconnectIsNoticed) {
 
 TEST_F(LockEngineTest, OrphanWithThisSidecarsPrefixIsSwept) {
   auto holder = acquire(b, "x");
-  server.createExternally("/fencekeeper/locks/x/fkaaaa-99__lock__", "", zk::CreateMode::kEphemeralSequential);
+  server.createExternally("/fencekeeper/locks/x/fkaaaa-99__lock__", "",
+                          zk::CreateMode::kEphemeralSequential);
   EXPECT_EQ(queue("x").size(), 2u);
   auto waiter = acquire(a, "x");
   EXPECT_EQ(queue("x").size(), 2u);  // the orphan went, the waiter came
@@ -257,8 +258,9 @@ TEST_F(LockEngineTest, ForeignContenderNodeIsRespected) {
   server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
   server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
   server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kContainer);
-  auto kazoo = server.createExternally("/fencekeeper/locks/x/0123456789abcdef0123456789abcdef__lock__",
-                                       "kazoo", zk::CreateMode::kEphemeralSequential);
+  auto kazoo =
+      server.createExternally("/fencekeeper/locks/x/0123456789abcdef0123456789abcdef__lock__",
+                              "kazoo", zk::CreateMode::kEphemeralSequential);
   auto p = acquire(a, "x");
   EXPECT_FALSE(p->outcome);
   server.removeExternally(kazoo);

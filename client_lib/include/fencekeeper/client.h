@@ -58,10 +58,10 @@ using Millis = std::chrono::milliseconds;
 using LossCallback = std::function<void(uint64_t token, LossReason reason)>;
 
 struct AcquireOptions {
-  Millis ttl{30'000};   // the lease's TTL
+  Millis ttl{30'000};  // the lease's TTL
   // keepAlive renews three times per validity: min(ttl, how long the sidecar vouches for its
   // ZooKeeper session, about 3/4 of the session timeout) / 3.
-  Millis wait{0};       // how long to queue for the lock; 0 tries once
+  Millis wait{0};  // how long to queue for the lock; 0 tries once
   std::string ownerLabel;
   // Keep-alive renews the lease from the I/O thread. With `renewOnlyIfCheckedIn`,
   // a renew happens only if the application called Lease::checkIn() since the last one, so a
