@@ -312,6 +312,8 @@ void TcpProxy::triggerCut(Conn& conn, const char* data, size_t size) {
       ::poll(&p, 1, 10);
     }
   }
+  // Said before the client can see the cut: a test that saw it asks next whether it was ours.
+  triggered_.store(true);
   // The client loses its connection before any reply can be read for it; the server sees the
   // request, then end of stream.
   conn.client.reset();
@@ -320,7 +322,6 @@ void TcpProxy::triggerCut(Conn& conn, const char* data, size_t size) {
   conn.toClient.clear();
   conn.draining = true;
   conn.drainUntil = Clock::now() + kDrainTime;
-  triggered_.store(true);
 }
 
 }  // namespace fencekeeper::testing
