@@ -31,6 +31,7 @@
 
 #include "examples/fenced_store/fence_http.h"
 #include "tests/support/child_process.h"
+#include "tests/support/fenced_store_process.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 
@@ -54,13 +55,6 @@ constexpr size_t kWorkersPerSidecar = 2;
 constexpr milliseconds kTtl{600};
 constexpr milliseconds kWorkerDuration{15'000};
 constexpr milliseconds kFaultLoop{12'000};
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -178,17 +172,9 @@ class CheckerTest : public ::testing::Test {
   }
 
   void startStore() {
-    std::string data = cluster_.dir() + "/store";
-    std::string portFile = cluster_.dir() + "/store.port";
-    std::filesystem::create_directory(data);
-    store_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{FENCED_STORE_BIN, "--listen", "127.0.0.1:0", "--data", data,
-                                 "--port-file", portFile},
-        cluster_.dir() + "/store.log", std::vector<std::string>{}, true);
-    bool ready = waitUntil([&] { return !readFile(portFile).empty() || !store_->running(); },
-                           milliseconds(10'000));
-    ASSERT_TRUE(ready && store_->running()) << "fenced-store did not start:\n" << store_->log();
-    port_ = std::stoi(readFile(portFile));
+    storeProcess_ = std::make_unique<FencedStoreProcess>(FENCED_STORE_BIN, cluster_.dir());
+    store_ = &storeProcess_->process();
+    port_ = storeProcess_->port();
   }
 
   // Starts a worker on `sidecar` that runs until the common end of the run (at least 1 s).
@@ -219,7 +205,8 @@ class CheckerTest : public ::testing::Test {
   uint64_t seed_ = 0;
   std::mt19937_64 random_;
   SidecarCluster cluster_;
-  std::unique_ptr<ChildProcess> store_;
+  std::unique_ptr<FencedStoreProcess> storeProcess_;
+  ChildProcess* store_ = nullptr;
   int port_ = 0;
   Clock::time_point runStart_, runEnd_;  // of the workers: every one ends at runEnd_
   std::vector<Worker> workers_;  // every worker ever started; the killed ones stay for their logs

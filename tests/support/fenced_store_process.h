@@ -1,6 +1,7 @@
 // The reference fenced store, run as a process on a free loopback port for fault tests.
 #pragma once
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -17,7 +18,7 @@ class FencedStoreProcess {
   FencedStoreProcess(const std::string& binary, const std::string& dir) {
     std::string data = dir + "/store";
     std::string portFile = dir + "/store.port";
-    std::system(("mkdir -p " + data).c_str());
+    std::filesystem::create_directories(data);
     process_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{binary, "--listen", "127.0.0.1:0", "--data", data, "--port-file",
                                  portFile},
