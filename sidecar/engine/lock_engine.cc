@@ -33,6 +33,7 @@ struct LockEngine::Request {
   int64_t grantedUnixMs = 0;
   LossReason lossReason = LossReason::kTtlExpired;
   bool recreateOnConnect = false;
+  bool ownWatchArmed = false;  // a watch on our held node is registered with the server
   std::function<void(AcquireOutcome)> done;
 };
 
@@ -369,20 +370,30 @@ void LockEngine::armTtlTimer(Request& r) {
 void LockEngine::watchOwnNode(Request& r) {
   LeaseId id = r.id;
   uint32_t attempt = r.attempt;
-  auto check = [this, id, attempt](zk::GetResult res) {
+  auto check = [this, id, attempt](bool arming, zk::GetResult res) {
     Request* r = find(id, attempt);
     if (!r || r->state != State::kHeld) return;
+    if (arming && res.code == zk::Code::kOk) r->ownWatchArmed = true;
     if (res.code == zk::Code::kNoNode) {
       lose(*r, LossReason::kReleasedElsewhere);
     } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId()) {
       lose(*r, LossReason::kSessionLost);
     }
-    // Connection loss: the reconnect arms it again.
+    // Connection loss: the reconnect checks and arms it again.
   };
-  zk_.getAndWatch(r.node, check, [this, id, attempt] {
-    Request* r = find(id, attempt);
-    if (r && r->state == State::kHeld) watchOwnNode(*r);
-  });
+  if (r.ownWatchArmed) {
+    // The client re-registers a watch it holds when it reconnects: only check, arm no second.
+    zk_.get(r.node, [check](zk::GetResult res) { check(false, std::move(res)); });
+    return;
+  }
+  zk_.getAndWatch(
+      r.node, [check](zk::GetResult res) { check(true, std::move(res)); },
+      [this, id, attempt] {
+        Request* r = find(id, attempt);
+        if (!r || r->state != State::kHeld) return;
+        r->ownWatchArmed = false;
+        watchOwnNode(*r);
+      });
 }
 
 // ---- loss, failure, release --------------------------------------------------------------------
