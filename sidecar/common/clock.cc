@@ -48,10 +48,6 @@ void TimerQueue::runDue(TimePoint now) {
   }
 }
 
-TimePoint TimerQueue::nextDeadline() const {
-  return byDeadline_.empty() ? TimePoint::max() : byDeadline_.begin()->first;
-}
-
 uint64_t ManualTimer::schedule(TimePoint when, std::function<void()> fn) {
   return queue_.add(when, std::move(fn));
 }

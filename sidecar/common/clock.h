@@ -27,16 +27,13 @@ class Timer {
   virtual void cancel(uint64_t id) = 0;
 };
 
-// The bookkeeping shared by the real timer and the manual one: ordered deadlines, ids, firing.
+// Ordered deadlines, ids and firing, for the manual timer of tests.
 class TimerQueue {
  public:
   uint64_t add(TimePoint when, std::function<void()> fn);
   void remove(uint64_t id);
   // Fires, in deadline order, every entry due at `now`, including ones added while firing.
   void runDue(TimePoint now);
-  // The earliest deadline, or TimePoint::max() when empty.
-  TimePoint nextDeadline() const;
-  bool empty() const { return byDeadline_.empty(); }
 
  private:
   uint64_t nextId_ = 1;

@@ -683,16 +683,6 @@ EngineStatus LockEngine::status() const {
   return s;
 }
 
-std::vector<std::string> LockEngine::ownNodes() const {
-  std::vector<std::string> nodes;
-  for (auto& [id, r] : requests_) {
-    if (!r->node.empty() && (r->state == State::kWaiting || r->state == State::kHeld)) {
-      nodes.push_back(r->node);
-    }
-  }
-  return nodes;
-}
-
 void LockEngine::shutdown(std::function<void()> done) {
   shuttingDown_ = true;
   auto pending = std::make_shared<size_t>(1);

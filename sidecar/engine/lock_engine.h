@@ -74,8 +74,6 @@ class LockEngine {
   // was given runs out.
   void shutdown(std::function<void()> done);
 
-  // Every lease of this engine with its own node path (tests and status).
-  std::vector<std::string> ownNodes() const;
 
  private:
   struct Request;
