@@ -86,17 +86,20 @@ ParsedFlags parseFlags(int argc, char** argv) {
   auto bad = [](std::string message) {
     return ParsedFlags{std::nullopt, 64, "fencekeeper: " + message + " (see --help)"};
   };
-  auto duration = [&](const char* flag, Millis& out) {
+  int index = 0;  // of the long option just parsed, which names it in a complaint
+  auto duration = [&](Millis& out) {
     auto d = parseDuration(optarg);
     if (!d || d->count() == 0) return false;
-    (void)flag;
     out = *d;
     return true;
+  };
+  auto badDuration = [&] {
+    return bad(std::string("bad --") + options[index].name + " '" + optarg + "'");
   };
   optind = 1;
   opterr = 0;
   int opt;
-  while ((opt = getopt_long(argc, argv, "", options, nullptr)) != -1) {
+  while ((opt = getopt_long(argc, argv, "", options, &index)) != -1) {
     switch (opt) {
       case kZk:
         c.zk = optarg;
@@ -108,9 +111,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
         c.root = optarg;
         break;
       case kSessionTimeout:
-        if (!duration("--session-timeout", c.sessionTimeout)) {
-          return bad(std::string("bad --session-timeout '") + optarg + "'");
-        }
+        if (!duration(c.sessionTimeout)) return badDuration();
         break;
       case kDev:
         c.dev = true;
@@ -122,14 +123,10 @@ ParsedFlags parseFlags(int argc, char** argv) {
         c.persistentParents = true;
         break;
       case kDefaultTtl:
-        if (!duration("--default-ttl", c.defaultTtl)) {
-          return bad(std::string("bad --default-ttl '") + optarg + "'");
-        }
+        if (!duration(c.defaultTtl)) return badDuration();
         break;
       case kMaxTtl:
-        if (!duration("--max-ttl", c.maxTtl)) {
-          return bad(std::string("bad --max-ttl '") + optarg + "'");
-        }
+        if (!duration(c.maxTtl)) return badDuration();
         break;
       case kSocketWorld:
         c.socketWorldAccessible = true;

@@ -25,11 +25,7 @@ using Clock = std::chrono::steady_clock;
 constexpr milliseconds kSessionTimeout{4000};
 
 AcquireOptions options(milliseconds wait, milliseconds ttl = milliseconds(30000)) {
-  AcquireOptions o;
-  o.wait = wait;
-  o.ttl = ttl;
-  o.ownerLabel = "fault-test";
-  return o;
+  return acquireOptions(wait, ttl);
 }
 
 std::string readFile(const std::string& path) {

@@ -25,11 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 
 AcquireOptions waitFor(milliseconds wait, milliseconds ttl = milliseconds(10000)) {
-  AcquireOptions o;
-  o.wait = wait;
-  o.ttl = ttl;
-  o.ownerLabel = "test";
-  return o;
+  return acquireOptions(wait, ttl);
 }
 
 HolderInfo holderOf(Client& client, const std::string& name) {
@@ -40,6 +36,13 @@ HolderInfo holderOf(Client& client, const std::string& name) {
 
 class LeaseTest : public ::testing::Test {
  protected:
+  // A sidecar that reaches ZooKeeper only through `proxy`.
+  void startSidecarBehind(TcpProxy& proxy) {
+    SidecarOptions options;
+    options.zk = proxy.address();
+    options.sessionTimeout = "4s";
+    cluster.startSidecar(options);
+  }
   SidecarCluster cluster;
 };
 
@@ -191,10 +194,7 @@ TEST_F(LeaseTest, KilledWaiterIsDequeuedAtOnce) {
 
 TEST_F(LeaseTest, AmbiguousCreateThroughAProxyLeavesNoOrphan) {
   TcpProxy proxy(cluster.zk().clientPort(0));
-  SidecarOptions options;
-  options.zk = proxy.address();
-  options.sessionTimeout = "4s";
-  cluster.startSidecar(options);
+  startSidecarBehind(proxy);
   auto client = cluster.connect(0);
   ZkInspector zk(cluster.zk().connectString());
   auto warmup = client->acquire("ambiguous", waitFor(milliseconds(0)));  // parents exist now
@@ -217,10 +217,7 @@ TEST_F(LeaseTest, AmbiguousCreateThroughAProxyLeavesNoOrphan) {
 
 TEST_F(LeaseTest, AmbiguousCreateOfAnAbandonedRequestLeavesNoOrphan) {
   TcpProxy proxy(cluster.zk().clientPort(0));
-  SidecarOptions options;
-  options.zk = proxy.address();
-  options.sessionTimeout = "4s";
-  cluster.startSidecar(options);
+  startSidecarBehind(proxy);
   auto client = cluster.connect(0);
   ZkInspector zk(cluster.zk().connectString());
   auto holder = client->acquire("abandoned", waitFor(milliseconds(0)));

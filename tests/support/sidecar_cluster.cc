@@ -13,6 +13,14 @@ namespace fencekeeper::testing {
 const char* fencekeeperBinary() { return FENCEKEEPER_BIN; }
 const char* fencectlBinary() { return FENCECTL_BIN; }
 
+AcquireOptions acquireOptions(std::chrono::milliseconds wait, std::chrono::milliseconds ttl) {
+  AcquireOptions o;
+  o.wait = wait;
+  o.ttl = ttl;
+  o.ownerLabel = "test";
+  return o;
+}
+
 SidecarCluster::SidecarCluster(devzk::ZkServerOptions zkOptions) {
   char tmpl[] = "/tmp/fk-it-XXXXXX";  // short: socket paths must fit in 108 bytes
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");

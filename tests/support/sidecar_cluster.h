@@ -3,6 +3,7 @@
 // are printed when the test failed.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ class SidecarCluster {
   std::vector<std::unique_ptr<ChildProcess>> sidecars_;
   int logCounter_ = 0;
 };
+
+// Options for a test's acquire: wait and TTL as given, owner label "test".
+AcquireOptions acquireOptions(std::chrono::milliseconds wait, std::chrono::milliseconds ttl);
 
 // The binaries under test (compile definitions from tests/CMakeLists.txt).
 const char* fencekeeperBinary();
