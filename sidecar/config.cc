@@ -33,6 +33,9 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
                          that a parent exists and fails after the server reaps it)
   --default-ttl DUR      lease TTL when a client asks for 0 (default 30s)
   --max-ttl DUR          longest TTL a client may ask for (default 1h)
+  --min-grant-vouch DUR  grant only while the session is vouched for at least DUR
+                         (default a quarter of the negotiated session timeout); a
+                         request stays queued until then or until its wait runs out
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --help                 this text
 
@@ -64,6 +67,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kPersistentParents,
     kDefaultTtl,
     kMaxTtl,
+    kMinGrantVouch,
     kSocketWorld,
     kLogLevel,
     kHelp,
@@ -78,6 +82,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"persistent-parents", no_argument, nullptr, kPersistentParents},
       {"default-ttl", required_argument, nullptr, kDefaultTtl},
       {"max-ttl", required_argument, nullptr, kMaxTtl},
+      {"min-grant-vouch", required_argument, nullptr, kMinGrantVouch},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
       {"help", no_argument, nullptr, kHelp},
@@ -128,6 +133,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMaxTtl:
         if (!duration(c.maxTtl)) return badDuration();
         break;
+      case kMinGrantVouch:
+        if (!duration(c.minGrantVouch)) return badDuration();
+        break;
       case kSocketWorld:
         c.socketWorldAccessible = true;
         break;
@@ -145,6 +153,10 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (!validRoot(c.root)) return bad("--root must be an absolute znode path like /fencekeeper");
   if (c.defaultTtl > c.maxTtl) return bad("--default-ttl is longer than --max-ttl");
   if (c.sessionTimeout > Millis(600'000)) return bad("--session-timeout above 10m");
+  // Right after a heartbeat the session is vouched for about 3/4 of its timeout, less a margin.
+  if (c.minGrantVouch > c.sessionTimeout / 2) {
+    return bad("--min-grant-vouch above half of --session-timeout: nothing could be granted");
+  }
   return ParsedFlags{c, 0, {}};
 }
 

@@ -18,6 +18,7 @@ struct SidecarConfig {
   bool persistentParents = false;
   Millis defaultTtl{30'000};
   Millis maxTtl{3'600'000};
+  Millis minGrantVouch{0};  // 0: a quarter of the negotiated session timeout
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
 };

@@ -43,7 +43,8 @@ LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config)
       config_(std::move(config)),
       guidPrefix_("fk" + config_.instanceId + "-") {
   guard_ = std::make_unique<SessionGuard>(
-      zk_, timer_, config_.safetyMargin, [this] { onUnsafe(); }, [this] { onSafe(); });
+      zk_, timer_, config_.safetyMargin, config_.minGrantVouch, [this] { onUnsafe(); },
+      [this] { onGrantable(); });
   zk_.setSessionListener([this, alive = std::weak_ptr<bool>(alive_)](zk::SessionState s) {
     if (alive.lock()) onSessionState(s);
   });
@@ -324,8 +325,8 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
 
 void LockEngine::grant(Request& r) {
   guard_->noticeExpiry();
-  if (!guard_->safe()) {
-    // The session cannot be vouched for now: no grant until a heartbeat proves it again.
+  if (!guard_->grantable()) {
+    // The session cannot be vouched for long enough now: no grant until heartbeats prove more.
     awaitingSafety_.push_back(r.id);
     return;
   }
@@ -623,7 +624,8 @@ void LockEngine::onUnsafe() {
   }
 }
 
-void LockEngine::onSafe() {
+void LockEngine::onGrantable() {
+  if (awaitingSafety_.empty()) return;
   auto ids = std::move(awaitingSafety_);
   awaitingSafety_.clear();
   for (LeaseId id : ids) {

@@ -38,6 +38,9 @@ struct EngineConfig {
   Millis tryOnceBudget{5'000};
   // Subtracted from how long the session can be vouched for (see SessionGuard).
   Millis safetyMargin{100};
+  // No grant while the session is vouched for less than this (0: a quarter of the session
+  // timeout): a request stays queued until vouching recovers or its wait runs out.
+  Millis minGrantVouch{0};
 };
 
 class LockEngine {
@@ -103,7 +106,7 @@ class LockEngine {
   void retryLater(LeaseId id, uint32_t attempt, std::function<void(Request&)> step);
   void onSessionState(zk::SessionState state);
   void onUnsafe();
-  void onSafe();
+  void onGrantable();
   void verifyHeldNodes();
 
   Validity validity(const Request& r) const;
@@ -118,7 +121,8 @@ class LockEngine {
   bool shuttingDown_ = false;
   uint64_t grantsTotal_ = 0;
   std::unique_ptr<SessionGuard> guard_;
-  std::vector<LeaseId> awaitingSafety_;  // lowest in their queue, not granted while unsafe
+  // Lowest in their queue, not granted while the session is vouched for less than the floor.
+  std::vector<LeaseId> awaitingSafety_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -26,6 +26,8 @@ class FakeZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
+  void leaveServer() override { ++serversLeft_; }
+  int serversLeft() const { return serversLeft_; }
   SessionState sessionState() const override { return state_; }
   int64_t sessionId() const override { return session_; }
   int32_t negotiatedTimeoutMs() const override { return 4000; }
@@ -44,6 +46,7 @@ class FakeZkClient final : public Client {
   int64_t session_ = 0;
   SessionState state_ = SessionState::kConnected;
   bool syncStalled_ = false;
+  int serversLeft_ = 0;
   std::vector<CodeCallback> heldSyncs_;
   std::function<void(SessionState)> listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

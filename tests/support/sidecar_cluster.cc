@@ -82,7 +82,9 @@ bool SidecarCluster::waitReady(size_t i) {
   return waitUntil([&] {
     auto client = Client::connect(socket(i));
     SidecarStatus status;
-    return client && client->status(&status).ok() && status.zkState == "connected";
+    // Connected, and vouched for: grants need two heartbeats a quarter of the session apart.
+    return client && client->status(&status).ok() && status.zkState == "connected" &&
+           status.safeForMs > 0;
   });
 }
 

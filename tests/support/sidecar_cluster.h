@@ -30,7 +30,7 @@ class SidecarCluster {
 
   // Starts a sidecar and waits until its ZooKeeper session is connected. Returns its index.
   size_t startSidecar(SidecarOptions options = {});
-  // Waits until sidecar i answers status() with a connected session.
+  // Waits until sidecar i answers status() with a connected session it vouches for.
   bool waitReady(size_t i);
   ChildProcess& sidecar(size_t i) { return *sidecars_.at(i); }
   std::string socket(size_t i) const;
