@@ -1,0 +1,106 @@
+// A waiter stopped (SIGSTOP) while queued, granted during the stop, its TTL gone by the time it
+// runs again: that grant was never the caller's. acquire drops it without a loss callback and
+// queues again within what is left of its wait.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fencekeeper/client.h"
+#include "tests/support/sidecar_cluster.h"
+#include "tests/support/wait.h"
+
+namespace fencekeeper::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+class StoppedWaiter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SidecarOptions options;
+    options.sessionTimeout = "4s";
+    cluster.startSidecar(options);
+    client = cluster.connect(0);
+    probeDir = cluster.dir() + "/probe";
+    std::filesystem::create_directories(probeDir);
+  }
+
+  // Holds the lock, queues a holder-probe (TTL 500 ms) for it, stops the probe, hands it the
+  // lock and waits until that grant has expired at the sidecar. Returns the expired token.
+  uint64_t grantWhileStopped(const std::string& wait) {
+    auto held = client->acquire("stopped", acquireOptions(milliseconds(0), milliseconds(30000)));
+    EXPECT_TRUE(held);
+    if (!held) return 0;
+    probe = std::make_unique<ChildProcess>(
+        std::vector<std::string>{HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock",
+                                 "stopped", "--ttl", "500ms", "--wait", wait, "--store-port", "1",
+                                 "--dir", probeDir},
+        cluster.newLogPath("probe"));
+    EXPECT_TRUE(waitUntil([&] { return holderOf(*client, "stopped").waiters == 1; }));
+    // Its acquire call began before this: its wait ends before queuedAt + the wait.
+    queuedAt = std::chrono::steady_clock::now();
+    probe->freeze();
+    EXPECT_TRUE(held->release().ok());
+    HolderInfo granted;
+    EXPECT_TRUE(waitUntil([&] {
+      granted = holderOf(*client, "stopped");
+      return granted.held && granted.token > held->token();
+    }));
+    EXPECT_EQ(granted.ownerLabel, "holder-probe");
+    // Its TTL passes while it is stopped: the sidecar lets go of it.
+    EXPECT_TRUE(waitUntil([&] { return !holderOf(*client, "stopped").held; }));
+    return granted.token;
+  }
+
+  SidecarCluster cluster;
+  std::unique_ptr<Client> client;
+  std::string probeDir;
+  std::unique_ptr<ChildProcess> probe;
+  std::chrono::steady_clock::time_point queuedAt;
+};
+
+TEST_F(StoppedWaiter, GrantExpiredWhileStoppedIsDroppedAndQueuedAgain) {
+  uint64_t expiredToken = grantWhileStopped("20s");
+  ASSERT_FALSE(HasFailure());
+  probe->signal(SIGCONT);
+  ASSERT_TRUE(waitUntil([&] {
+    return !readFile(probeDir + "/granted").empty() || !readFile(probeDir + "/failed").empty();
+  }));
+  EXPECT_EQ(readFile(probeDir + "/failed"), "") << probe->log();
+  ASSERT_NE(readFile(probeDir + "/granted"), "") << probe->log();
+  EXPECT_GT(std::stoull(readFile(probeDir + "/granted")), expiredToken) << "not a fresh grant";
+  EXPECT_GT(std::stoll(readFile(probeDir + "/valid")), 0);
+  EXPECT_EQ(holderOf(*client, "stopped").token, std::stoull(readFile(probeDir + "/granted")));
+
+  // The fresh lease works, and the dropped one never called the loss callback.
+  std::ofstream(probeDir + "/go") << "go\n";
+  ASSERT_TRUE(waitUntil([&] { return !readFile(probeDir + "/result").empty(); }));
+  EXPECT_NE(readFile(probeDir + "/result").find("renew=ok lost=0"), std::string::npos)
+      << readFile(probeDir + "/result");
+  EXPECT_EQ(probe->wait(milliseconds(5000)), 0);
+  EXPECT_EQ(readFile(probeDir + "/lost"), "") << "a dropped grant fired the loss callback";
+}
+
+TEST_F(StoppedWaiter, GrantExpiredWhileStoppedPastItsWaitTimesOutWithoutLossCallback) {
+  grantWhileStopped("1500ms");
+  ASSERT_FALSE(HasFailure());
+  // Resumed only once its whole wait is over: no time is left to queue again.
+  ASSERT_TRUE(waitUntil([&] { return msSince(queuedAt) > 1500; }));
+  probe->signal(SIGCONT);
+  EXPECT_EQ(probe->wait(milliseconds(5000)), 1) << probe->log();
+  EXPECT_EQ(readFile(probeDir + "/failed"), errorCodeName(ErrorCode::kTimedOut)) << probe->log();
+  EXPECT_EQ(readFile(probeDir + "/lost"), "") << "a dropped grant fired the loss callback";
+  EXPECT_FALSE(holderOf(*client, "stopped").held);
+}
+
+}  // namespace
+}  // namespace fencekeeper::testing
