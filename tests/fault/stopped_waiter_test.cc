@@ -34,16 +34,17 @@ class StoppedWaiter : public ::testing::Test {
     std::filesystem::create_directories(probeDir);
   }
 
-  // Holds the lock, queues a holder-probe (TTL 500 ms) for it, stops the probe, hands it the
-  // lock and waits until that grant has expired at the sidecar. Returns the expired token.
-  uint64_t grantWhileStopped(const std::string& wait) {
+  // Holds the lock, queues a holder-probe (TTL 500 ms, waiting `wait`) for it, stops the probe,
+  // hands it the lock and waits until that grant has expired at the sidecar. Returns the expired
+  // token.
+  uint64_t grantWhileStopped(const std::string& wait, bool exitOnLoss) {
     auto held = client->acquire("stopped", acquireOptions(milliseconds(0), milliseconds(30000)));
     EXPECT_TRUE(held);
     if (!held) return 0;
     probe = std::make_unique<ChildProcess>(
         std::vector<std::string>{HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock",
                                  "stopped", "--ttl", "500ms", "--wait", wait, "--store-port", "1",
-                                 "--dir", probeDir},
+                                 "--dir", probeDir, "--exit-on-loss", exitOnLoss ? "1" : "0"},
         cluster.newLogPath("probe"));
     EXPECT_TRUE(waitUntil([&] { return holderOf(*client, "stopped").waiters == 1; }));
     // Its acquire call began before this: its wait ends before queuedAt + the wait.
@@ -69,7 +70,7 @@ class StoppedWaiter : public ::testing::Test {
 };
 
 TEST_F(StoppedWaiter, GrantExpiredWhileStoppedIsDroppedAndQueuedAgain) {
-  uint64_t expiredToken = grantWhileStopped("20s");
+  uint64_t expiredToken = grantWhileStopped("20s", false);
   ASSERT_FALSE(HasFailure());
   probe->signal(SIGCONT);
   ASSERT_TRUE(waitUntil([&] {
@@ -90,8 +91,9 @@ TEST_F(StoppedWaiter, GrantExpiredWhileStoppedIsDroppedAndQueuedAgain) {
   EXPECT_EQ(readFile(probeDir + "/lost"), "") << "a dropped grant fired the loss callback";
 }
 
-TEST_F(StoppedWaiter, GrantExpiredWhileStoppedPastItsWaitTimesOutWithoutLossCallback) {
-  grantWhileStopped("1500ms");
+// With exit-on-loss too: the dropped grant does not end the process (status 70).
+TEST_F(StoppedWaiter, GrantExpiredWhileStoppedPastItsWaitTimesOutWithoutLossCallbackOrExit) {
+  grantWhileStopped("1500ms", true);
   ASSERT_FALSE(HasFailure());
   // Resumed only once its whole wait is over: no time is left to queue again.
   ASSERT_TRUE(waitUntil([&] { return msSince(queuedAt) > 1500; }));
