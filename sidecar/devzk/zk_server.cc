@@ -1,6 +1,5 @@
 #include "sidecar/devzk/zk_server.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
