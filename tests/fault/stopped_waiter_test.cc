@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "fencekeeper/client.h"
 #include "tests/support/sidecar_cluster.h"
@@ -34,50 +35,55 @@ class StoppedWaiter : public ::testing::Test {
     std::filesystem::create_directories(probeDir);
   }
 
-  // Holds the lock, queues a holder-probe (TTL 500 ms, waiting `wait`) for it, stops the probe,
-  // hands it the lock and waits until that grant has expired at the sidecar. Returns the expired
-  // token.
-  uint64_t grantWhileStopped(const std::string& wait, bool exitOnLoss) {
+  // Holds the lock, starts a waiter for it (TTL 500 ms), stops the waiter, hands it the lock and
+  // waits until that grant has expired at the sidecar. Returns the expired token.
+  uint64_t grantWhileStopped(const std::function<std::unique_ptr<ChildProcess>()>& startWaiter) {
     auto held = client->acquire("stopped", acquireOptions(milliseconds(0), milliseconds(30000)));
     EXPECT_TRUE(held);
     if (!held) return 0;
-    probe = std::make_unique<ChildProcess>(
-        std::vector<std::string>{HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock",
-                                 "stopped", "--ttl", "500ms", "--wait", wait, "--store-port", "1",
-                                 "--dir", probeDir, "--exit-on-loss", exitOnLoss ? "1" : "0"},
-        cluster.newLogPath("probe"));
+    waiter = startWaiter();
     EXPECT_TRUE(waitUntil([&] { return holderOf(*client, "stopped").waiters == 1; }));
     // Its acquire call began before this: its wait ends before queuedAt + the wait.
     queuedAt = std::chrono::steady_clock::now();
-    probe->freeze();
+    waiter->freeze();
     EXPECT_TRUE(held->release().ok());
     HolderInfo granted;
     EXPECT_TRUE(waitUntil([&] {
       granted = holderOf(*client, "stopped");
       return granted.held && granted.token > held->token();
     }));
-    EXPECT_EQ(granted.ownerLabel, "holder-probe");
     // Its TTL passes while it is stopped: the sidecar lets go of it.
     EXPECT_TRUE(waitUntil([&] { return !holderOf(*client, "stopped").held; }));
     return granted.token;
   }
 
+  // A holder-probe waiting `wait` for the lock.
+  uint64_t probeGrantedWhileStopped(const std::string& wait, bool exitOnLoss) {
+    return grantWhileStopped([&] {
+      return std::make_unique<ChildProcess>(
+          std::vector<std::string>{HOLDER_PROBE_BIN, "--socket", cluster.socket(0), "--lock",
+                                   "stopped", "--ttl", "500ms", "--wait", wait, "--store-port", "1",
+                                   "--dir", probeDir, "--exit-on-loss", exitOnLoss ? "1" : "0"},
+          cluster.newLogPath("probe"));
+    });
+  }
+
   SidecarCluster cluster;
   std::unique_ptr<Client> client;
   std::string probeDir;
-  std::unique_ptr<ChildProcess> probe;
+  std::unique_ptr<ChildProcess> waiter;
   std::chrono::steady_clock::time_point queuedAt;
 };
 
 TEST_F(StoppedWaiter, GrantExpiredWhileStoppedIsDroppedAndQueuedAgain) {
-  uint64_t expiredToken = grantWhileStopped("20s", false);
+  uint64_t expiredToken = probeGrantedWhileStopped("20s", false);
   ASSERT_FALSE(HasFailure());
-  probe->signal(SIGCONT);
+  waiter->signal(SIGCONT);
   ASSERT_TRUE(waitUntil([&] {
     return !readFile(probeDir + "/granted").empty() || !readFile(probeDir + "/failed").empty();
   }));
-  EXPECT_EQ(readFile(probeDir + "/failed"), "") << probe->log();
-  ASSERT_NE(readFile(probeDir + "/granted"), "") << probe->log();
+  EXPECT_EQ(readFile(probeDir + "/failed"), "") << waiter->log();
+  ASSERT_NE(readFile(probeDir + "/granted"), "") << waiter->log();
   EXPECT_GT(std::stoull(readFile(probeDir + "/granted")), expiredToken) << "not a fresh grant";
   EXPECT_GT(std::stoll(readFile(probeDir + "/valid")), 0);
   EXPECT_EQ(holderOf(*client, "stopped").token, std::stoull(readFile(probeDir + "/granted")));
@@ -87,21 +93,35 @@ TEST_F(StoppedWaiter, GrantExpiredWhileStoppedIsDroppedAndQueuedAgain) {
   ASSERT_TRUE(waitUntil([&] { return !readFile(probeDir + "/result").empty(); }));
   EXPECT_NE(readFile(probeDir + "/result").find("renew=ok lost=0"), std::string::npos)
       << readFile(probeDir + "/result");
-  EXPECT_EQ(probe->wait(milliseconds(5000)), 0);
+  EXPECT_EQ(waiter->wait(milliseconds(5000)), 0);
   EXPECT_EQ(readFile(probeDir + "/lost"), "") << "a dropped grant fired the loss callback";
 }
 
 // With exit-on-loss too: the dropped grant does not end the process (status 70).
 TEST_F(StoppedWaiter, GrantExpiredWhileStoppedPastItsWaitTimesOutWithoutLossCallbackOrExit) {
-  grantWhileStopped("1500ms", true);
+  probeGrantedWhileStopped("1500ms", true);
   ASSERT_FALSE(HasFailure());
   // Resumed only once its whole wait is over: no time is left to queue again.
   ASSERT_TRUE(waitUntil([&] { return msSince(queuedAt) > 1500; }));
-  probe->signal(SIGCONT);
-  EXPECT_EQ(probe->wait(milliseconds(5000)), 1) << probe->log();
-  EXPECT_EQ(readFile(probeDir + "/failed"), errorCodeName(ErrorCode::kTimedOut)) << probe->log();
+  waiter->signal(SIGCONT);
+  EXPECT_EQ(waiter->wait(milliseconds(5000)), 1) << waiter->log();
+  EXPECT_EQ(readFile(probeDir + "/failed"), errorCodeName(ErrorCode::kTimedOut)) << waiter->log();
   EXPECT_EQ(readFile(probeDir + "/lost"), "") << "a dropped grant fired the loss callback";
   EXPECT_FALSE(holderOf(*client, "stopped").held);
+}
+
+// fencectl queued, stopped, granted and expired meanwhile: it queues again and runs CMD on the
+// fresh lease (it used to give up with 75, "not acquired", with most of its wait left).
+TEST_F(StoppedWaiter, FencectlStoppedWhileQueuedRunsItsCommandOnAFreshGrant) {
+  uint64_t expiredToken = grantWhileStopped([&] {
+    return cluster.fencectl(0, {"lock", "stopped", "--ttl", "500ms", "--wait", "20s", "--", "sh",
+                                "-c", "echo $FENCE_TOKEN > " + probeDir + "/token"});
+  });
+  ASSERT_FALSE(HasFailure());
+  waiter->signal(SIGCONT);
+  EXPECT_EQ(waiter->wait(milliseconds(10000)), 0) << waiter->log();
+  ASSERT_NE(readFile(probeDir + "/token"), "") << waiter->log();
+  EXPECT_GT(std::stoull(readFile(probeDir + "/token")), expiredToken);
 }
 
 }  // namespace
