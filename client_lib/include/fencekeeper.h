@@ -138,7 +138,9 @@ FK_EXPORT void fk_client_close(fk_client* client);
 FK_EXPORT void fk_acquire_options_init(fk_acquire_options* options);
 
 /* Queues for the lock `name` and blocks until it is granted (FK_OK, `*out` set), wait_ms passed
- * (FK_ERR_TIMED_OUT), or an error. `options` NULL: the defaults. On failure `*out` is NULL. */
+ * (FK_ERR_TIMED_OUT), or an error. `options` NULL: the defaults. On failure `*out` is NULL.
+ * A grant lost or expired before it could be returned (the caller was stopped, say) is dropped
+ * without calling on_lost, and the lock is queued for again within what is left of wait_ms. */
 FK_EXPORT int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,
                          fk_lease** out, fk_error* err);
 

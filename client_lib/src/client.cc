@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "boot_clock.h"
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/loop/kj_loop.h"
 
@@ -23,7 +24,8 @@ namespace fencekeeper {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Validity deadlines count suspends, like the sidecar's (see boot_clock.h).
+using Clock = BootClock;
 // A frozen or wedged sidecar must not block a caller for ever: calls give up this long after
 // the time the sidecar itself had to answer.
 constexpr Millis kCallSlack{10'000};
@@ -57,6 +59,7 @@ struct LeaseState {
   uint32_t lastValidMs = 0;
   bool lost = false;
   bool released = false;
+  bool delivered = false;  // acquire returned it to its caller
   LossReason lossReason = LossReason::kTtlExpired;
 
   // Marks the lease lost once and tells the application. Runs on the I/O thread.
@@ -67,6 +70,8 @@ struct LeaseState {
       lost = true;
       lossReason = reason;
       validUntil = {};
+      // Not delivered yet, it was never the caller's: acquire drops it and queues again.
+      if (!delivered) return;
     }
     if (options.exitOnLoss) {
       std::fprintf(stderr, "fencekeeper: lease on '%s' (token %llu) lost: %s; exiting\n",
@@ -82,6 +87,12 @@ struct LeaseState {
     std::lock_guard<std::mutex> lock(mutex);
     released = true;
     validUntil = {};
+  }
+  // Hands the grant to acquire's caller, unless it is lost or has no validity left.
+  bool deliver() {
+    std::lock_guard<std::mutex> lock(mutex);
+    delivered = !lost && !released && validUntil > Clock::now();
+    return delivered;
   }
   void setValidity(Clock::time_point sentAt, uint32_t validMs) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -194,6 +205,11 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   };
 
   void run(std::promise<Status>& ready);
+  // One turn in the queue for `name` as lease `key`, and another while a grant turns out void
+  // before `deadline` (lost or expired before acquire returned it). Sets `*granted` when it is ok.
+  kj::Promise<Status> queueFor(const std::string& name, const AcquireOptions& options, uint64_t key,
+                               Clock::time_point deadline,
+                               std::shared_ptr<std::shared_ptr<LeaseState>> granted);
   kj::Promise<void> keepAliveLoop(uint64_t key);
   template <typename T>
   kj::Promise<T> withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout);
@@ -304,65 +320,86 @@ kj::Promise<T> ClientImpl::withDeadline(kj::Promise<T> promise, Millis budget, T
 
 std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const AcquireOptions& options,
                                            Status* statusOut) {
-  auto state = std::make_shared<LeaseState>();
-  state->client = weak_from_this();
-  state->name = name;
-  state->options = options;
+  auto granted = std::make_shared<std::shared_ptr<LeaseState>>();
+  auto deadline = Clock::now() + options.wait;
   Status status = call([&]() -> kj::Promise<Status> {
-    auto sidecar = KJ_ASSERT_NONNULL(sidecar_);
-    auto request = sidecar.acquireRequest();
-    request.setName(name);
-    request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(options.ttl.count(), UINT32_MAX)));
-    request.setWaitMs(static_cast<uint32_t>(std::min<int64_t>(options.wait.count(), UINT32_MAX)));
-    request.setOwnerLabel(options.ownerLabel);
-    request.setWatcher(kj::heap<WatcherImpl>(state));
-    auto sentAt = Clock::now();
-    uint64_t key = nextKey_++;  // reserved now: the timeout below must know which to let go
-    auto answer = request.send().then(
-        [this, key, state,
-         sentAt](capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
-          if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
-          state->key = key;
-          state->token = response.getToken();
-          state->setValidity(sentAt, response.getValidMs());
-          auto& lease =
-              leases_.emplace(key, IoLease{response.getLease(), state, nullptr}).first->second;
-          // The validity counts from the send, to err on the safe side; after a long wait in the
-          // queue that leaves little or nothing of it, so ask again, counting from now.
-          auto refresh = kj::Promise<Status>(Status{});
-          if (Clock::now() - sentAt > Millis(response.getValidMs()) / 4) {
-            auto askedAt = Clock::now();
-            refresh = lease.cap.tokenRequest().send().then(
-                [this, key, state, askedAt](capnp::Response<ipc::Lease::TokenResults> r) {
-                  if (r.getError() != ipc::Error::OK) {
-                    leases_.erase(key);  // lost already: let go of it
-                    return error(fromIpc(r.getError()));
-                  }
-                  state->setValidity(askedAt, r.getValidMs());
-                  return Status{};
-                });
-          }
-          return refresh.then([this, key, state](Status status) {
-            auto it = leases_.find(key);
-            if (status.ok() && it != leases_.end() && state->options.keepAlive) {
-              it->second.keepAlive = keepAliveLoop(key).eagerlyEvaluate(nullptr);
-            }
-            return status;
-          });
-        },
-        [](kj::Exception&& e) -> kj::Promise<Status> {
-          return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
-        });
-    return answer.exclusiveJoin(
-        timer_->afterDelay((options.wait + kCallSlack).count() * kj::MILLISECONDS)
-            .then([this, key]() {
-              leases_.erase(key);  // granted too late for the caller: let go of it
-              return error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer");
-            }));
+    uint64_t key = nextKey_++;  // one for every turn: the timeout below must know which to let go
+    return queueFor(name, options, key, deadline, granted)
+        .exclusiveJoin(timer_->afterDelay((options.wait + kCallSlack).count() * kj::MILLISECONDS)
+                           .then([this, key]() {
+                             leases_.erase(key);  // granted too late for the caller: let go of it
+                             return error(ErrorCode::kSidecarUnavailable,
+                                          "the sidecar did not answer");
+                           }));
   });
   if (statusOut) *statusOut = status;
   if (!status.ok()) return nullptr;
-  return std::unique_ptr<Lease>(new Lease(state));
+  return std::unique_ptr<Lease>(new Lease(*granted));
+}
+
+kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireOptions& options,
+                                         uint64_t key, Clock::time_point deadline,
+                                         std::shared_ptr<std::shared_ptr<LeaseState>> granted) {
+  auto state = std::make_shared<LeaseState>();
+  state->client = weak_from_this();
+  state->key = key;
+  state->name = name;
+  state->options = options;
+  auto request = KJ_ASSERT_NONNULL(sidecar_).acquireRequest();
+  request.setName(name);
+  request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(options.ttl.count(), UINT32_MAX)));
+  Millis wait = clampNonNegative(deadline - Clock::now());
+  request.setWaitMs(static_cast<uint32_t>(std::min<int64_t>(wait.count(), UINT32_MAX)));
+  request.setOwnerLabel(options.ownerLabel);
+  request.setWatcher(kj::heap<WatcherImpl>(state));
+  auto sentAt = Clock::now();
+  return request.send().then(
+      [this, key, state, sentAt, deadline,
+       granted](capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
+        if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
+        state->token = response.getToken();
+        state->setValidity(sentAt, response.getValidMs());
+        auto& lease =
+            leases_.emplace(key, IoLease{response.getLease(), state, nullptr}).first->second;
+        // The validity counts from the send, to err on the safe side; after a long wait in the
+        // queue that leaves little or nothing of it, so ask again, counting from now.
+        auto refresh = kj::Promise<Status>(Status{});
+        if (Clock::now() - sentAt > Millis(response.getValidMs()) / 4) {
+          auto askedAt = Clock::now();
+          refresh = lease.cap.tokenRequest().send().then(
+              [state, askedAt](capnp::Response<ipc::Lease::TokenResults> r) {
+                if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+                state->setValidity(askedAt, r.getValidMs());
+                return Status{};
+              },
+              [](kj::Exception&& e) {
+                return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+              });
+        }
+        return refresh.then(
+            [this, key, state, deadline, granted](Status status) -> kj::Promise<Status> {
+              if (status.ok() && state->deliver()) {
+                if (state->options.keepAlive) {
+                  leases_.at(key).keepAlive = keepAliveLoop(key).eagerlyEvaluate(nullptr);
+                }
+                *granted = state;
+                return Status{};
+              }
+              leases_.erase(key);  // withdraws it at the sidecar, if it still holds it
+              state->markReleased();
+              if (status.code == ErrorCode::kSidecarUnavailable) return status;
+              // Lost or expired before the caller had it (it was stopped, say): that was no grant.
+              if (Clock::now() >= deadline) {
+                return error(ErrorCode::kTimedOut,
+                             "granted, but the grant was lost or expired before acquire could "
+                             "return it, and the wait ran out");
+              }
+              return queueFor(state->name, state->options, key, deadline, granted);
+            });
+      },
+      [](kj::Exception&& e) -> kj::Promise<Status> {
+        return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+      });
 }
 
 kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {

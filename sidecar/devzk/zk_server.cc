@@ -1,8 +1,6 @@
 #include "sidecar/devzk/zk_server.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +16,8 @@
 #include <thread>
 
 #include "sidecar/devzk/loopback.h"
+#include "sidecar/devzk/proc_state.h"
+#include "sidecar/devzk/spawn.h"
 
 extern char** environ;
 
@@ -69,23 +69,6 @@ std::string tailOf(const fs::path& path, size_t lines) {
   return text.substr(start);
 }
 
-// The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), or 0 when there is no such pid.
-char procState(const std::string& statPath) {
-  std::string stat = readFile(statPath);
-  // The command name in parentheses may hold spaces: the state follows the last ')'.
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos || close + 2 >= stat.size()) return 0;
-  return stat[close + 2];
-}
-
-// Gone: no such process, or a zombie (its sockets are closed; its parent may be a PID 1 that
-// never reaps).
-bool processGone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-  char state = procState("/proc/" + std::to_string(pid) + "/stat");
-  return state == 0 || state == 'Z' || state == 'X';
-}
-
 // Waits until `pid` is gone, reaping it when it is our child. A child already reaped elsewhere
 // (a SIGCHLD handler) makes waitpid fail with ECHILD: then fall back to /proc.
 bool waitGone(pid_t pid, Clock::time_point deadline) {
@@ -124,26 +107,6 @@ void terminateAll(const std::vector<pid_t>& pids, milliseconds grace) {
   }
 }
 
-// True once every thread of `pid` is stopped, so a frozen server really is silent.
-bool waitAllThreadsStopped(pid_t pid, Clock::time_point deadline) {
-  fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
-  for (;;) {
-    bool allStopped = true;
-    std::error_code ec;
-    for (const auto& task : fs::directory_iterator(tasks, ec)) {
-      char state = procState((task.path() / "stat").string());
-      if (state != 'T' && state != 't' && state != 0) {
-        allStopped = false;
-        break;
-      }
-    }
-    if (ec) return false;
-    if (allStopped) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(kPollInterval);
-  }
-}
-
 bool isZooKeeperJvm(pid_t pid) {
   std::string cmdline = readFile("/proc/" + std::to_string(pid) + "/cmdline");
   return cmdline.find("org.apache.zookeeper.server") != std::string::npos;
@@ -156,20 +119,6 @@ std::string parseMode(const std::string& srvr) {
   size_t end = srvr.find('\n', at);
   return srvr.substr(at + kTag.size(), end == std::string::npos ? end : end - at - kTag.size());
 }
-
-// posix_spawn's attributes and file actions, released on every path.
-struct SpawnSetup {
-  SpawnSetup() {
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_init(&actions);
-  }
-  ~SpawnSetup() {
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_t actions;
-};
 
 }  // namespace
 
@@ -334,38 +283,18 @@ void ZkServerProcess::spawn(size_t i) {
   args.push_back(standalone() ? "org.apache.zookeeper.server.ZooKeeperServerMain"
                               : "org.apache.zookeeper.server.quorum.QuorumPeerMain");
   args.push_back(node.dir + "/zoo.cfg");
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  const std::string console = node.dir + "/console.log";
-  SpawnSetup setup;
-  posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&setup.actions, 1, console.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&setup.actions, 1, 2);
-  posix_spawn_file_actions_addchdir_np(&setup.actions, node.dir.c_str());
+  SpawnSpec spec;
+  spec.argv = std::move(args);
+  for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
+  spec.stdinPath = "/dev/null";
+  spec.outputPath = node.dir + "/console.log";
+  spec.workDir = node.dir;
   // Our sockets (a ZooKeeper client's, the daemon's) must not live on in the JVM.
-  posix_spawn_file_actions_addclosefrom_np(&setup.actions, 3);
-
-  // The caller may block signals (a daemon reading them from a signalfd) or ignore SIGPIPE; the
-  // JVM must start with neither, or SIGTERM would never stop it.
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&setup.attr, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int sig = 1; sig < 32; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) sigaddset(&defaults, sig);
-  }
-  posix_spawnattr_setsigdefault(&setup.attr, &defaults);
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (options_.newSession) flags |= POSIX_SPAWN_SETSID;
-  posix_spawnattr_setflags(&setup.attr, flags);
-
-  pid_t pid = -1;
-  int err = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attr, argv.data(), environ);
-  if (err != 0) throwErrno("cannot start " + options_.javaBinary + " for ZooKeeper", err);
+  spec.closeOtherFds = true;
+  // Ctrl-C or a hangup must not reach servers meant to outlive us (see detach()).
+  if (options_.newSession) spec.group = SpawnSpec::Group::kNewSession;
+  spec.dieWithParent = options_.dieWithParent;
+  pid_t pid = spawnProcess(spec);
   node.pid = pid;
   node.frozen = false;
 }

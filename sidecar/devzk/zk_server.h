@@ -2,9 +2,9 @@
 // --dev mode and for tests, with the faults tests need: stop, kill, freeze, restart one node.
 // Every node listens on 127.0.0.1 only.
 //
-// Not thread-safe: one thread owns an instance. The JVMs are started with posix_spawn, never with
-// fork() alone, because a ZooKeeper C client running in this process holds locks that a forked
-// child would inherit locked.
+// Not thread-safe: one thread owns an instance. The JVMs are started with spawnProcess (spawn.h):
+// a ZooKeeper C client running in this process holds locks that a forked child would inherit
+// locked, so nothing between the fork and the exec may take one.
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +41,9 @@ struct ZkServerOptions {
   // servers meant to outlive this process (see detach()). Off, they share the caller's process
   // group and die with it on Ctrl-C.
   bool newSession = false;
+  // SIGKILL the JVMs when the thread that started them (or restarted one) ends: for tests, so a
+  // crashed test leaves no server running. Never with detach().
+  bool dieWithParent = false;
   std::string javaBinary = "java";  // looked up on PATH
   std::string jarDir = "/usr/share/java";
 };

@@ -1,8 +1,11 @@
 // A lease holder for fault tests, driven through files so that it can be frozen and resumed:
 //   holder-probe --socket S --lock L --ttl DUR --store-port P --dir D [--exit-on-loss 1]
-// Acquires L (keep-alive on), writes D/granted with its token, then waits for D/go; on it, writes
-// to the fenced store with its token and asks the sidecar to renew, and writes the outcomes to
-// D/result as "write=<http status> renew=<error name> lost=<0|1>".
+//                [--wait DUR]
+// Acquires L (keep-alive on, waiting up to 30 s unless --wait says otherwise), writes D/granted
+// with its token and D/valid with the validity left when acquire returned (or D/failed with the
+// error), then waits for D/go; on it, writes to the fenced store with its token and asks the
+// sidecar to renew, and writes the outcomes to D/result as
+// "write=<http status> renew=<error name> lost=<0|1>". A loss callback writes D/lost.
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   std::string socket, lock = "probe", dir = ".";
   int port = 0;
   Millis ttl(1000);
+  Millis wait(30000);
   bool exitOnLoss = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
@@ -37,6 +41,8 @@ int main(int argc, char** argv) {
       lock = value;
     else if (flag == "--ttl")
       ttl = parseDuration(value).value_or(ttl);
+    else if (flag == "--wait")
+      wait = parseDuration(value).value_or(wait);
     else if (flag == "--store-port")
       port = std::stoi(value);
     else if (flag == "--dir")
@@ -52,14 +58,19 @@ int main(int argc, char** argv) {
   }
   AcquireOptions options;
   options.ttl = ttl;
-  options.wait = Millis(30000);
+  options.wait = wait;
   options.ownerLabel = "holder-probe";
   options.exitOnLoss = exitOnLoss;
+  options.onLost = [dir](uint64_t token, LossReason reason) {
+    writeFile(dir + "/lost", std::to_string(token) + " " + lossReasonName(reason));
+  };
   auto lease = client->acquire(lock, options, &status);
   if (!lease) {
+    writeFile(dir + "/failed", errorCodeName(status.code));
     std::fprintf(stderr, "holder-probe: %s\n", status.message.c_str());
     return 1;
   }
+  writeFile(dir + "/valid", std::to_string(lease->validFor().count()));
   writeFile(dir + "/granted", std::to_string(lease->token()));
   while (access((dir + "/go").c_str(), F_OK) != 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

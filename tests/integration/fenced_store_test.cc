@@ -1,11 +1,9 @@
 // Runs the fenced-store binary (FENCED_STORE_BIN) on a temporary directory and talks HTTP to it
 // over loopback: fenced writes and reads, restarts, and requests it must refuse.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "sidecar/devzk/spawn.h"
 
 #ifndef FENCED_STORE_BIN
 #error "FENCED_STORE_BIN must name the fenced-store binary"
@@ -77,19 +77,13 @@ class TempDir {
 class Process {
  public:
   Process(const std::vector<std::string>& args, const fs::path& log) {
-    std::vector<char*> argv;
-    std::string bin = FENCED_STORE_BIN;
-    argv.push_back(bin.data());
-    std::vector<std::string> copies = args;
-    for (std::string& arg : copies) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    int rc = posix_spawn(&pid_, bin.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("posix_spawn " + bin + " failed");
+    devzk::SpawnSpec spec;
+    spec.argv = {FENCED_STORE_BIN};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
+    spec.outputPath = log;
+    spec.dieWithParent = true;  // a crashed test leaves no store running
+    pid_ = devzk::spawnProcess(spec);
   }
   ~Process() {
     if (!exitCode_) {

@@ -28,12 +28,6 @@ AcquireOptions waitFor(milliseconds wait, milliseconds ttl = milliseconds(10000)
   return acquireOptions(wait, ttl);
 }
 
-HolderInfo holderOf(Client& client, const std::string& name) {
-  HolderInfo info;
-  EXPECT_TRUE(client.holder(name, &info).ok());
-  return info;
-}
-
 class LeaseTest : public ::testing::Test {
  protected:
   // A sidecar that reaches ZooKeeper only through `proxy`.

@@ -96,9 +96,17 @@ int createNode(zhandle_t* zh, const std::string& path, const std::string& data) 
                     &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
 }
 
+// Servers that die with the test (the harness and --dev mode leave this off).
+ZkServerOptions testServers(size_t ensembleSize = 1) {
+  ZkServerOptions options;
+  options.ensembleSize = ensembleSize;
+  options.dieWithParent = true;
+  return options;
+}
+
 TEST(ZkServerProcessTest, StandaloneServesAndRestartsOnItsPort) {
   auto begin = steady_clock::now();
-  ZkServerProcess zk;
+  ZkServerProcess zk(testServers());
   zk.start();
   std::printf("standalone start: %lld ms\n", msSince(begin));
 
@@ -125,10 +133,8 @@ TEST(ZkServerProcessTest, StandaloneServesAndRestartsOnItsPort) {
 }
 
 TEST(ZkServerProcessTest, EnsembleElectsNewLeaderAfterLeaderIsKilled) {
-  ZkServerOptions options;
-  options.ensembleSize = 3;
   auto begin = steady_clock::now();
-  ZkServerProcess zk(options);
+  ZkServerProcess zk(testServers(3));
   zk.start();
   std::printf("ensemble start: %lld ms\n", msSince(begin));
   ASSERT_EQ(zk.size(), 3u);
@@ -178,7 +184,7 @@ class TcpProxyTest : public ::testing::Test {
   void SetUp() override {
     takeClientLog();
     if (!server_) {
-      server_ = std::make_unique<ZkServerProcess>();
+      server_ = std::make_unique<ZkServerProcess>(testServers());
       server_->start();
     }
     proxy_ = std::make_unique<TcpProxy>(server_->clientPort(0));

@@ -25,6 +25,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("FK_BUILD_DIR") or os.path.join(REPO, "build")
 
 
+# Prefixed to the sidecars' command line: util-linux's setpriv sets PR_SET_PDEATHSIG, so a test
+# killed outright takes its sidecars with it. Start them from the test's main thread: the signal
+# comes when the thread that started them ends.
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
+
+
 def find_binary(*candidates):
     """The first of the paths (relative to the build directory) that is an executable."""
     for rel in candidates:
@@ -144,7 +150,7 @@ class Cluster:
         log_path = os.path.join(self.tmp, "fencekeeper%d.log" % i)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [self.fencekeeper, "--zk", self.connect, "--socket", socket,
+                DIE_WITH_PARENT + [self.fencekeeper, "--zk", self.connect, "--socket", socket,
                  "--session-timeout", session_timeout] + list(extra_args),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)

@@ -1,59 +1,35 @@
 #include "tests/support/child_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
+#include "sidecar/devzk/proc_state.h"
+#include "sidecar/devzk/spawn.h"
 #include "tests/support/wait.h"
 
 extern char** environ;
 
 namespace fencekeeper::testing {
 
+namespace {
+constexpr std::chrono::milliseconds kFreezeWait{5000};
+}  // namespace
+
 ChildProcess::ChildProcess(std::vector<std::string> argv, std::string logPath,
                            std::vector<std::string> extraEnv, bool newGroup)
     : logPath_(std::move(logPath)) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  for (auto& e : extraEnv) env.push_back(e);
-  std::vector<char*> envp, args;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (!logPath_.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 1, logPath_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigfillset(&defaults);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (newGroup) {
-    posix_spawnattr_setpgroup(&attr, 0);
-    flags |= POSIX_SPAWN_SETPGROUP;
-  }
-  posix_spawnattr_setflags(&attr, flags);
-  int rc = posix_spawnp(&pid_, args[0], &actions, &attr, args.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  devzk::SpawnSpec spec;
+  spec.argv = std::move(argv);
+  for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
+  spec.env.insert(spec.env.end(), extraEnv.begin(), extraEnv.end());
+  spec.outputPath = logPath_;
+  if (newGroup) spec.group = devzk::SpawnSpec::Group::kNewGroup;
+  spec.dieWithParent = true;
+  pid_ = devzk::spawnProcess(spec);
 }
 
 ChildProcess::~ChildProcess() {
@@ -77,6 +53,13 @@ bool ChildProcess::running() { return !reap(false); }
 
 void ChildProcess::signal(int sig) {
   if (status_ < 0) ::kill(pid_, sig);
+}
+
+void ChildProcess::freeze() {
+  signal(SIGSTOP);
+  if (!devzk::waitAllThreadsStopped(pid_, std::chrono::steady_clock::now() + kFreezeWait)) {
+    throw std::runtime_error("pid " + std::to_string(pid_) + " did not stop");
+  }
 }
 
 int ChildProcess::wait(std::chrono::milliseconds timeout) {

@@ -1,5 +1,7 @@
-// A child process for tests, started with posix_spawn (never a bare fork: the ZooKeeper C client
-// may run in the test process), stopped by PID, its output in a log file.
+// A child process for tests, started with devzk::spawnProcess (the ZooKeeper C client may run in
+// the test process), stopped by PID, its output in a log file. It gets SIGKILL when the thread
+// that started it ends (PR_SET_PDEATHSIG), so a crashed test leaves nothing running: start it
+// from the test's own thread, not from a helper thread that ends before it should.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +26,8 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   bool running();
   void signal(int sig);
+  // SIGSTOP, and wait until every thread of it has stopped.
+  void freeze();
   // Waits for the exit; returns the exit status (128 + signal when killed), or -1 on timeout.
   int wait(std::chrono::milliseconds timeout);
   // SIGTERM, wait; SIGKILL when it has not exited in `grace`. Returns the status.

@@ -21,11 +21,18 @@ AcquireOptions acquireOptions(std::chrono::milliseconds wait, std::chrono::milli
   return o;
 }
 
+HolderInfo holderOf(Client& client, const std::string& name) {
+  HolderInfo info;
+  EXPECT_TRUE(client.holder(name, &info).ok());
+  return info;
+}
+
 SidecarCluster::SidecarCluster(devzk::ZkServerOptions zkOptions) {
   char tmpl[] = "/tmp/fk-it-XXXXXX";  // short: socket paths must fit in 108 bytes
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
   if (zkOptions.dataDir.empty()) zkOptions.dataDir = dir_ + "/zk";
+  zkOptions.dieWithParent = true;
   zk_ = std::make_unique<devzk::ZkServerProcess>(zkOptions);
   zk_->start();
 }

@@ -47,6 +47,9 @@ class SidecarCluster {
   int logCounter_ = 0;
 };
 
+// `client.holder(name)`, the call expected to succeed.
+HolderInfo holderOf(Client& client, const std::string& name);
+
 // Options for a test's acquire: wait and TTL as given, owner label "test".
 AcquireOptions acquireOptions(std::chrono::milliseconds wait, std::chrono::milliseconds ttl);
 

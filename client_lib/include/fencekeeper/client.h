@@ -120,7 +120,8 @@ class Lease {
   // The fencing token: send it with every request to storage.
   uint64_t token() const;
   // How long the lease is known valid from now, from the last answer of the sidecar (counted
-  // from when that request was sent); 0 once lost, released, or past. No round trip.
+  // from when that request was sent, on CLOCK_BOOTTIME: a suspend spends it); 0 once lost,
+  // released, or past. No round trip.
   Millis validFor() const;
   bool lost() const;
 
@@ -146,7 +147,10 @@ class Client {
   static std::unique_ptr<Client> connect(const std::string& socketPath, Status* status = nullptr);
   ~Client();
 
-  // Queues for `name` and blocks until granted, options.wait passed, or an error.
+  // Queues for `name` and blocks until granted, options.wait passed (kTimedOut), or an error.
+  // A grant lost or expired before it could be returned (this process was stopped, say) was
+  // never the caller's: it is dropped without onLost or exitOnLoss, and the lock is queued for
+  // again within what is left of options.wait.
   std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
                                  Status* status = nullptr);
   Status holder(const std::string& name, HolderInfo* out);

@@ -209,7 +209,9 @@ class Client:
         :meth:`lock`, which reads best in a ``with`` statement).
 
         :param ttl: the lease's TTL in seconds.
-        :param wait: how long to queue for the lock in seconds; 0 tries once.
+        :param wait: how long to queue for the lock in seconds; 0 tries once. A grant lost or
+            expired before it could be returned (the process was stopped, say) is dropped
+            without ``on_lost`` and the lock queued for again within what is left of ``wait``.
         :param owner: a label that holder queries show (``fencectl holder``).
         :param keep_alive: renew from the client's I/O thread while the process lives, three
             times per validity granted (the TTL, or less when the sidecar can vouch for its
