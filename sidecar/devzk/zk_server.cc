@@ -226,7 +226,9 @@ void ZkServerProcess::writeNodeConfig(size_t i) const {
     // start-up (initLimit, about 10 s) or a busy two-core machine (syncLimit, about 3 s) look like
     // a dead peer.
     cfg << "initLimit=" << std::max(10, 10000 / tick) << "\n"
-        << "syncLimit=" << std::max(5, 3000 / tick) << "\n";
+        << "syncLimit="
+        << (options_.syncLimitTicks > 0 ? options_.syncLimitTicks : std::max(5, 3000 / tick))
+        << "\n";
     for (size_t j = 0; j < nodes_.size(); ++j) {
       cfg << "server." << j + 1 << "=127.0.0.1:" << nodes_[j].peerPort << ":"
           << nodes_[j].electionPort << "\n";
@@ -275,9 +277,12 @@ void ZkServerProcess::spawn(size_t i) {
       // No hsperfdata files left under /tmp by every test.
       "-XX:-UsePerfData",
       "-Dlog4j.configuration=file:" + node.dir + "/log4j.properties",
+      // Log times in UTC, so tests can set them beside their own clock.
+      "-Duser.timezone=UTC",
       "-Dznode.container.checkIntervalMs=" + std::to_string(options_.containerCheckIntervalMs),
   };
   if (!options_.forceSync) args.push_back("-Dzookeeper.forceSync=no");
+  if (!options_.leaderServes) args.push_back("-Dzookeeper.leaderServes=no");
   args.push_back("-cp");
   args.push_back(classPath());
   args.push_back(standalone() ? "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -430,7 +435,19 @@ std::string ZkServerProcess::mode(size_t i) const {
   // A frozen JVM's kernel still accepts the connection, but nothing answers: don't wait for it.
   if (node.pid <= 0 || node.frozen) return "";
   auto reply = fourLetterWord(node.clientPort, "srvr", kProbeTimeoutMs);
-  return reply ? parseMode(*reply) : "";
+  if (!reply) return "";
+  std::string mode = parseMode(*reply);
+  if (mode.empty() && !options_.leaderServes && reply->find("not currently serving") != std::string::npos) {
+    // A leader that serves no clients says only that: its own log tells whether it leads.
+    std::ifstream log(logPath(i));
+    std::string line, last;
+    const std::string tag = "Peer state changed: ";
+    while (std::getline(log, line)) {
+      if (auto at = line.find(tag); at != std::string::npos) last = line.substr(at + tag.size());
+    }
+    if (last == "leading - broadcast") return "leader";
+  }
+  return mode;
 }
 
 int ZkServerProcess::leaderIndex() const {

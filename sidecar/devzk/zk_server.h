@@ -34,6 +34,12 @@ struct ZkServerOptions {
   // any latency figure that gets reported.
   bool forceSync = true;
   int maxSessionTimeoutMs = 60000;
+  // How many ticks a follower waits for its leader before it drops it and its clients, and the
+  // leader for its followers (ZooKeeper's syncLimit). 0: about 3 s, at least 5 ticks.
+  int syncLimitTicks = 0;
+  // false: the leader accepts no client connections (zookeeper.leaderServes=no), so every
+  // session is on a follower.
+  bool leaderServes = true;
   int minSessionTimeoutMs = 0;  // 0: ZooKeeper's default, 2 x tickTime
   // How long start() and restart() wait for the nodes to serve.
   std::chrono::milliseconds startTimeout{30000};

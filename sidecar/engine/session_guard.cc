@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <memory>
-
 namespace fencekeeper::engine {
 
 namespace {
@@ -66,8 +64,10 @@ void SessionGuard::onSessionState(zk::SessionState state) {
     ++connection_;
     lastAnswered_.reset();
     // Rule 2: a reconnect of this session revalidated it at the leader after every heartbeat
-    // that completed before it was sent.
-    if (lastCompleted_) anchor(*lastCompleted_);
+    // that completed before it was sent. Only while still vouched for: the leader may answer a
+    // revalidation as valid while it expires a session that is due (its tracker's race).
+    noticeExpiry();
+    if (lastCompleted_ && safe()) anchor(*lastCompleted_);
     if (!inFlight_) sendHeartbeat();
   }
 }
@@ -83,7 +83,7 @@ void SessionGuard::sendHeartbeat() {
     onAnswered(epoch, connection, sentAt, code);
   });
   timer_.cancel(silenceTimer_);
-  silenceTimer_ = timer_.schedule(sentAt + spacing(), [this, heartbeat, sentAt] {
+  silenceTimer_ = timer_.schedule(sentAt + 2 * spacing(), [this, heartbeat, sentAt] {
     silenceTimer_ = 0;
     checkSilence(heartbeat, sentAt);
   });
@@ -129,20 +129,15 @@ void SessionGuard::onAnswered(uint64_t epoch, uint64_t connection, TimePoint sen
   scheduleHeartbeat(std::max(sentAt + spacing(), now + delay));
 }
 
-// A heartbeat unanswered for Q: ask for a plain read too. Unanswered both for T/2 in all: the
-// server itself is silent (frozen or cut off), not just its leader; leave it for another one.
+// A heartbeat unanswered for T/2: leave the server (a frozen one would hold the session until the
+// client's own timeout, 2/3 of T). No plain read can tell a frozen server from a live follower
+// whose leader is gone: the server answers a session's reads only after its pending sync.
 void SessionGuard::checkSilence(uint64_t heartbeat, TimePoint sentAt) {
-  auto probe = std::make_shared<bool>(false);
-  zk_.get("/", [probe](zk::GetResult result) { *probe = result.code == zk::Code::kOk; });
-  silenceTimer_ = timer_.schedule(sentAt + 2 * spacing(), [this, heartbeat, sentAt, probe] {
-    silenceTimer_ = 0;
-    if (!inFlight_ || heartbeat != heartbeats_ || *probe) return;
-    if (zk_.sessionState() != zk::SessionState::kConnected) return;  // the client moves already
-    spdlog::warn("zookeeper server silent for {} ms (heartbeat and read unanswered): moving the "
-                 "session 0x{:x} to another server",
-                 since(sentAt, timer_.now()).count() / 1000, zk_.sessionId());
-    zk_.leaveServer();
-  });
+  if (!inFlight_ || heartbeat != heartbeats_) return;
+  if (zk_.sessionState() != zk::SessionState::kConnected) return;  // the client moves already
+  spdlog::warn("zookeeper session 0x{:x}: heartbeat unanswered for {} ms; leaving the server",
+               zk_.sessionId(), since(sentAt, timer_.now()).count() / 1000);
+  zk_.leaveServer();
 }
 
 void SessionGuard::anchor(TimePoint sentAt) {

@@ -6,15 +6,16 @@
 //   1. On one connection, an answered heartbeat anchors the previous answered one, if its own
 //      round trip was at most Q (a slower answer may come from a leader that woke from a freeze
 //      before collecting the previous touch from its follower: it proves nothing).
-//   2. When a connection of the same session succeeds again (the server revalidated the session
-//      with the leader: a touch there), every heartbeat that completed before, answered or failed
-//      with connection loss, was sent before that touch: the latest one anchors at once.
+//   2. When a connection of the same session succeeds again while the session is still vouched
+//      for (the server revalidated it with the leader: a touch there, which counts only for a
+//      session not yet due), every heartbeat that completed before, answered or failed with
+//      connection loss, was sent before that touch: the latest one anchors at once.
 // Past safeUntil nothing may be granted, renewed or called valid: the session may be gone and
 // another sidecar may hold our locks. A lapse is final for what was held before it. New grants
 // also need safeFor() >= the grant floor, so a lease never starts with a few ms of vouching left.
 //
-// When the server answers nothing at all (a heartbeat and a plain read both unanswered) for T/2,
-// the guard asks the client to move the session to another server.
+// When a heartbeat stays unanswered for T/2, the guard asks the client to move the session to
+// another server.
 //
 // Runs on the loop thread; owned by the engine.
 #pragma once

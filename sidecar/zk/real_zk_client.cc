@@ -9,7 +9,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "sidecar/zk/server_list.h"
+#include "sidecar/zk/socket_drop.h"
 
 namespace fencekeeper::zk {
 
@@ -31,8 +31,8 @@ Code mapCode(int rc) {
     case ZCONNECTIONLOSS:
     case ZSESSIONMOVED:  // sent on a connection the session has left: outcome unknown
     case ZTHROTTLEDOP:   // not applied, but safe to treat as unknown and retry
-    // The client dropped the connection over a reply it did not expect (after zoo_set_servers
-    // moved a connection with requests in flight): outcome unknown, as a lost connection.
+    // The client dropped the connection over a reply it did not expect: outcome unknown, as a
+    // lost connection.
     case ZRUNTIMEINCONSISTENCY:
       return Code::kConnectionLoss;
     case ZOPERATIONTIMEOUT:
@@ -74,15 +74,13 @@ struct RealZkClient::Shared {
   Executor& loop;
   Timer& timer;
   std::string hosts;
-  ConnectString servers;  // of `hosts`
   Millis sessionTimeout;
   bool alive = true;
-  bool serversReduced = false;  // a server was left out of the client's list (see moveOff)
-  uint64_t restoreTimer = 0;
   // The server the client has been trying to connect to since `handshakeSince` (watchHandshake).
   std::string handshakeServer;
   TimePoint handshakeSince{};
   uint64_t handshakeTimer = 0;
+  bool handshakeCut = false;  // in this spell of connecting
 
   // Loop-thread state.
   zhandle_t* zh = nullptr;
@@ -98,11 +96,7 @@ struct RealZkClient::Shared {
   std::set<struct WatchCtx*> watches;
 
   explicit Shared(Executor& l, Timer& tm, std::string h, Millis t)
-      : loop(l),
-        timer(tm),
-        hosts(std::move(h)),
-        servers(parseConnectString(hosts)),
-        sessionTimeout(t) {}
+      : loop(l), timer(tm), hosts(std::move(h)), sessionTimeout(t) {}
   // Runs `fn` on the loop unless the client has been destroyed by then.
   void post(std::shared_ptr<Shared> self, std::function<void()> fn) {
     loop.post([self = std::move(self), fn = std::move(fn)] {
@@ -227,7 +221,6 @@ void closeHandle(Shared& shared) {
 // Opens a new session (after closing the old handle, if any).
 void reopen(const std::shared_ptr<Shared>& shared) {
   closeHandle(*shared);
-  shared->serversReduced = false;
   ++shared->generation;
   shared->state = SessionState::kConnecting;
   shared->sessionId = 0;
@@ -253,46 +246,25 @@ void reopen(const std::shared_ptr<Shared>& shared) {
   zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
 }
 
-// Gives the handle back its whole server list (see leaveServer).
-void restoreServers(Shared& shared) {
-  shared.timer.cancel(shared.restoreTimer);
-  shared.restoreTimer = 0;
-  if (!shared.serversReduced || !shared.zh) return;
-  shared.serversReduced = false;
-  std::string all;
-  for (const auto& server : shared.servers.servers) all += (all.empty() ? "" : ",") + server;
-  int rc = zoo_set_servers(shared.zh, all.c_str());
-  spdlog::info("zookeeper client: server list restored to {} ({})", all, zerror(rc));
-}
-
-// The C client polls on its socket and does not notice one closed under it: any request wakes it.
-void wakeIoThread(Shared& shared) {
-  zoo_aexists(shared.zh, "/", 0, [](int, const ::Stat*, const void*) {}, nullptr);
-}
-
-// zoo_set_servers() with every server but the current one: the client closes the connection at
-// once and connects elsewhere; the session lives on. False when there is nowhere else to go.
-bool moveOff(Shared& shared, const char* why) {
+// Ends the connection to the server the client is on or connecting to (see socket_drop.h).
+bool dropConnection(Shared& shared, const char* why) {
   if (!shared.zh) return false;
   const char* current = zoo_get_current_server(shared.zh);
-  if (!current) return false;
-  std::string left = current;
-  std::string others = serversOtherThan(shared.servers.servers, left);
-  if (others.empty()) return false;
-  int rc = zoo_set_servers(shared.zh, others.c_str());
-  if (rc != ZOK) {
-    spdlog::warn("zookeeper client: cannot leave {} for {}: {}", left, others, zerror(rc));
-    return false;
-  }
-  shared.serversReduced = true;
-  wakeIoThread(shared);
-  spdlog::warn("zookeeper client: {}: leaving {} for {}", why, left, others);
-  return true;
+  if (!current || !*current) return false;
+  std::string server = current;
+  int dropped = shutdownSocketsTo(server);
+  if (dropped > 0) spdlog::warn("zookeeper client: {}: leaving {}", why, server);
+  return dropped > 0;
 }
 
-// While connecting: a server that has not completed the handshake within a quarter of the session
+// While connecting: a server that has not completed the handshake within an eighth of the session
 // timeout (it accepted the TCP connection but answers nothing: frozen) is left at once, instead of
-// after the client's own 2/3 of the timeout.
+// after the client's own 2/3 of the timeout. A handshake takes a round trip to the server and one
+// from it to the leader; in case those are slow everywhere, only one handshake is cut per spell.
+Millis handshakeLimit(const Shared& shared) {
+  return std::max(Millis(250), shared.sessionTimeout / 8);
+}
+
 void watchHandshake(const std::shared_ptr<Shared>& shared) {
   shared->timer.cancel(shared->handshakeTimer);
   shared->handshakeTimer = 0;
@@ -303,8 +275,9 @@ void watchHandshake(const std::shared_ptr<Shared>& shared) {
   if (server != shared->handshakeServer) {
     shared->handshakeServer = server;
     shared->handshakeSince = now;
-  } else if (now - shared->handshakeSince >= shared->sessionTimeout / 4 &&
-             moveOff(*shared, "no answer to the handshake")) {
+  } else if (!shared->handshakeCut && now - shared->handshakeSince >= handshakeLimit(*shared) &&
+             dropConnection(*shared, "no answer to the handshake")) {
+    shared->handshakeCut = true;
     shared->handshakeServer.clear();
   }
   shared->handshakeTimer =
@@ -336,23 +309,12 @@ void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generat
   if (next == shared->state) return;
   shared->state = next;
   if (next == SessionState::kConnected) {
-    shared->timer.cancel(shared->restoreTimer);
     shared->timer.cancel(shared->handshakeTimer);
-    shared->restoreTimer = shared->handshakeTimer = 0;
+    shared->handshakeTimer = 0;
   } else if (next == SessionState::kConnecting) {
+    shared->handshakeCut = false;
+    shared->handshakeServer.clear();
     watchHandshake(shared);
-    if (shared->serversReduced) {
-      // If the rest of the list is down too, the server left out may be the one that serves.
-      shared->timer.cancel(shared->restoreTimer);
-      shared->restoreTimer = shared->timer.schedule(
-          shared->timer.now() + shared->sessionTimeout / 2,
-          [weak = std::weak_ptr<Shared>(shared)] {
-            if (auto s = weak.lock(); s && s->alive && s->state == SessionState::kConnecting) {
-              s->restoreTimer = 0;
-              restoreServers(*s);
-            }
-          });
-    }
   }
   if (next == SessionState::kExpired) {
     // Tell the listener while the state still says expired, then start a new session.
@@ -377,7 +339,6 @@ RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Mill
 
 RealZkClient::~RealZkClient() {
   shared_->alive = false;
-  shared_->timer.cancel(shared_->restoreTimer);
   shared_->timer.cancel(shared_->handshakeTimer);
   shared_->listener = nullptr;
   closeHandle(*shared_);
@@ -453,12 +414,7 @@ void RealZkClient::sync(const std::string& path, CodeCallback done) {
 namespace fencekeeper::zk {
 
 void RealZkClient::leaveServer() {
-  if (shared_->state != SessionState::kConnected) return;  // watchHandshake moves it
-  if (!moveOff(*shared_, "server silent")) return;
-  // The client reports no disconnect for a connection it closes itself: report it, so that the
-  // next kConnected (a revalidation) is seen.
-  deliverSessionEvent(shared_, shared_->generation, ZOO_CONNECTING_STATE, shared_->sessionId,
-                      shared_->negotiatedTimeoutMs);
+  if (shared_->state == SessionState::kConnected) dropConnection(*shared_, "server silent");
 }
 
 }  // namespace fencekeeper::zk

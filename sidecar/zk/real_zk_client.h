@@ -31,9 +31,9 @@ class RealZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
-  // zoo_set_servers() with every other server of the connect string (the C client then drops
-  // the connection and reconnects the session elsewhere). If the session is not connected again
-  // within half its timeout, the whole list is restored, the silent server included.
+  // Shuts down the connection's socket (socket_drop.h): the C client reconnects the session to
+  // the next server of its list. While connecting, the client leaves a server that has not
+  // answered the handshake within an eighth of the session timeout the same way, by itself.
   void leaveServer() override;
   SessionState sessionState() const override;
   int64_t sessionId() const override;

@@ -92,9 +92,8 @@ class Client {
   // committed when the sync was sent.
   virtual void sync(const std::string& path, CodeCallback done) = 0;
 
-  // Moves the session to another server of the connect string, for a server that answers
-  // nothing: the session lives on (the handle is neither closed nor re-created). A no-op with a
-  // single server.
+  // Moves the session to the next server of the connect string, for a server that answers
+  // nothing: the session lives on (the handle is neither closed nor re-created).
   virtual void leaveServer() = 0;
 
   virtual SessionState sessionState() const = 0;

@@ -12,6 +12,7 @@
 #include "examples/fenced_store/fence_http.h"
 #include "fencekeeper/client.h"
 #include "tests/support/fenced_store_process.h"
+#include "tests/support/loss_recorder.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/tcp_proxy.h"
 #include "tests/support/wait.h"
@@ -34,26 +35,6 @@ std::string readFile(const std::string& path) {
   std::getline(in, text);
   return text;
 }
-
-// Records when a lease was lost and why (the callback runs on the client's I/O thread).
-struct LossRecorder {
-  std::atomic<bool> lost{false};
-  std::atomic<int> reason{-1};
-  Clock::time_point at{};
-  std::mutex mu;
-  LossCallback callback() {
-    return [this](uint64_t, LossReason r) {
-      std::lock_guard<std::mutex> lock(mu);
-      at = Clock::now();
-      reason = static_cast<int>(r);
-      lost = true;
-    };
-  }
-  Clock::time_point when() {
-    std::lock_guard<std::mutex> lock(mu);
-    return at;
-  }
-};
 
 long long msBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<milliseconds>(b - a).count();

@@ -144,7 +144,7 @@ class Cluster:
 
     def start_sidecar(self, *extra_args, session_timeout="4s"):
         """Starts a sidecar on this ZooKeeper and waits until `fencectl status` shows it
-        connected."""
+        connected and vouching for its session."""
         i = len(self.sidecars)
         socket = os.path.join(self.tmp, "fk%d.sock" % i)
         log_path = os.path.join(self.tmp, "fencekeeper%d.log" % i)
@@ -162,9 +162,12 @@ class Cluster:
                 raise RuntimeError("fencekeeper exited with %d before it was ready" %
                                    proc.returncode)
             r = self.fencectl(socket, "status", timeout=10)
-            return r.returncode == 0 and re.search(r"^zookeeper:\s+connected\b", r.stdout, re.M)
+            # Connected and vouched for: grants need two heartbeats a quarter-session apart.
+            return r.returncode == 0 and re.search(
+                r"^zookeeper:\s+connected\b.*vouched for [1-9]", r.stdout, re.M)
 
-        wait_until(ready, 30, "fencectl status to show a connected sidecar", interval=0.1)
+        wait_until(ready, 30, "fencectl status to show a connected, vouched-for sidecar",
+                   interval=0.1)
         return sidecar
 
     def fencectl(self, socket, *args, timeout=30):

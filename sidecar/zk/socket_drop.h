@@ -1,0 +1,16 @@
+// Ends the ZooKeeper C client's connection to a silent server without touching the client: a
+// shutdown(2) of its TCP socket wakes the client's I/O thread, which then takes its ordinary
+// connection-loss path (requests in flight fail with connection loss, CONNECTING is reported, the
+// next server of the list is tried) and the session lives on. zoo_set_servers(), which closes the
+// socket under the I/O thread, left the 3.8 client spinning on a stale descriptor when tried.
+#pragma once
+
+#include <string>
+
+namespace fencekeeper::zk {
+
+// Shuts down (SHUT_RDWR, never close) every TCP socket of this process whose peer is `endpoint`,
+// "ip:port" or "[ipv6]:port" as zoo_get_current_server() formats it. Returns how many.
+int shutdownSocketsTo(const std::string& endpoint);
+
+}  // namespace fencekeeper::zk
