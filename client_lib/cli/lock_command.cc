@@ -1,0 +1,288 @@
+#include "client_lib/cli/lock_command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "client_lib/cli/exit_codes.h"
+#include "client_lib/cli/process_tree.h"
+#include "client_lib/cli/sidecar_errors.h"
+#include "client_lib/cli/supervisor.h"
+#include "client_lib/src/client_internal.h"
+
+extern char** environ;
+
+namespace fencekeeper {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Once CMD's processes are gone, no call to the sidecar may hold fencectl longer than this: a
+// scheduler waits on fencectl, and the sidecar may be frozen, or waiting on a frozen ZooKeeper.
+constexpr Millis kCallBoundAfterCommand{1000};
+
+Millis until(Clock::time_point t) {
+  auto d = std::chrono::duration_cast<Millis>(t - Clock::now());
+  return d.count() < 0 ? Millis(0) : d;
+}
+
+// Queues for the lock within args.wait and confirms the grant with a renew, which proves the
+// lease is still held and dates its validity from now. A grant lost before that (fencectl or its
+// host was stopped while it came in) is not a grant: queue again in what is left of the wait, and
+// never start CMD on a lease with no validity left.
+std::unique_ptr<Lease> acquireUsable(Client& client, const LockArgs& args, AcquireOptions options,
+                                     Status* status) {
+  auto deadline = Clock::now() + args.wait;
+  while (true) {
+    auto lease = client.acquire(args.name, options, status);
+    if (lease) {
+      *status = lease->renew();
+      if (status->ok() && lease->validFor().count() > 0) return lease;
+      if (status->ok()) *status = Status{ErrorCode::kExpired, "granted with no validity left"};
+    } else if (status->code != ErrorCode::kExpired && status->code != ErrorCode::kLost) {
+      return nullptr;  // not granted at all
+    }
+    options.wait = until(deadline);
+    if (options.wait.count() == 0) {
+      status->message = "granted, but lost before CMD could start (" + status->message + ")";
+      return nullptr;
+    }
+    std::fprintf(stderr,
+                 "fencectl: lease on %s lost before CMD could start (%s); queueing again for "
+                 "%lld ms\n",
+                 args.name.c_str(), status->message.c_str(),
+                 static_cast<long long>(options.wait.count()));
+  }
+}
+
+// Releases, waiting at most `bound` for the answer. False when none came: the call still runs
+// on a thread of its own, so the caller must end the process without destroying lease or client.
+bool releaseWithin(Lease& lease, Millis bound, Status* out) {
+  auto done = std::make_shared<std::promise<Status>>();
+  auto answer = done->get_future();
+  std::thread([&lease, done] { done->set_value(lease.release()); }).detach();
+  if (answer.wait_for(bound) != std::future_status::ready) return false;
+  *out = answer.get();
+  return true;
+}
+
+// Ends fencectl after CMD's processes are gone: releases the lease (unless lost) within the
+// bound, and exits with `code` either way. Without an answer the process ends at once: its
+// connection (and the supervisor's duplicate) closes, which releases the lease too.
+int releaseAndReturn(Lease& lease, const std::string& name, bool release, int code) {
+  if (!release) return code;
+  Status r;
+  if (!releaseWithin(lease, kCallBoundAfterCommand, &r)) {
+    std::fprintf(stderr,
+                 "fencectl: release %s: no answer within %lld ms; closing the connection "
+                 "instead\n",
+                 name.c_str(), static_cast<long long>(kCallBoundAfterCommand.count()));
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  if (!r.ok() && r.code != ErrorCode::kNotHeld) {
+    std::fprintf(stderr, "fencectl: release %s: %s\n", name.c_str(), r.message.c_str());
+  }
+  return code;
+}
+
+// The terminal fencectl runs in the foreground of, or -1. Only then does CMD's group take the
+// foreground: a fencectl started in the background must not take the terminal.
+int foregroundTerminal() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (isatty(fd) && tcgetpgrp(fd) == getpgrp()) return fd;
+  }
+  return -1;
+}
+
+std::vector<std::string> commandEnvironment(const LockArgs& args, const Lease& lease) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "FENCE_TOKEN=", 12) && std::strncmp(*e, "FENCE_LOCK=", 11) &&
+        std::strncmp(*e, "FENCE_TTL_MS=", 13)) {
+      env.emplace_back(*e);
+    }
+  }
+  env.push_back("FENCE_TOKEN=" + std::to_string(lease.token()));
+  env.push_back("FENCE_LOCK=" + args.name);
+  env.push_back("FENCE_TTL_MS=" + std::to_string(args.ttl.count()));
+  return env;
+}
+
+// Forwarded signals are followed by SIGCONT: a stopped CMD must see them.
+void signalGroup(pid_t group, int sig) {
+  kill(-group, sig);
+  kill(-group, SIGCONT);
+}
+
+}  // namespace
+
+int lockCommand(const std::string& socket, const LockArgs& args) {
+  // CMD's group may hold the terminal's foreground: fencectl still writes to the terminal, and
+  // takes the foreground back, from the background.
+  signal(SIGTTOU, SIG_IGN);
+  // Signals become events on a signalfd; the client's I/O thread inherits the blocked mask.
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, sig);
+  sigprocmask(SIG_BLOCK, &handled, nullptr);
+  int sigFd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  int lossPipe[2];
+  if (sigFd < 0 || pipe2(lossPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::perror("fencectl");
+    return kExitUnavailable;
+  }
+
+  auto client = connectOrReport(socket);
+  if (!client) return kExitUnavailable;
+  AcquireOptions options;
+  options.ttl = args.ttl;
+  options.wait = args.wait;
+  options.ownerLabel = args.owner.empty() ? "fencectl pid " + std::to_string(getpid()) : args.owner;
+  options.onLost = [fd = lossPipe[1]](uint64_t, LossReason) {
+    char c = 1;
+    ssize_t n = write(fd, &c, 1);
+    (void)n;
+  };
+  // Queue on a helper thread so that a signal while waiting is answered at once: no CMD runs,
+  // and closing the connection on exit withdraws the request.
+  Status s;
+  std::unique_ptr<Lease> lease;
+  int acquired[2];
+  if (pipe2(acquired, O_CLOEXEC) != 0) return kExitUnavailable;
+  std::thread queue([&] {
+    lease = acquireUsable(*client, args, options, &s);
+    char c = 1;
+    ssize_t n = write(acquired[1], &c, 1);
+    (void)n;
+  });
+  while (true) {
+    pollfd fds[2] = {{sigFd, POLLIN, 0}, {acquired[0], POLLIN, 0}};
+    poll(fds, 2, -1);
+    if (fds[1].revents & POLLIN) break;
+    signalfd_siginfo info{};
+    while (read(sigFd, &info, sizeof info) == sizeof info) {
+      std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n", info.ssi_signo,
+                   args.name.c_str());
+      std::fflush(stderr);
+      _exit(kExitSignalBase + static_cast<int>(info.ssi_signo));  // the thread still waits
+    }
+  }
+  queue.join();
+  if (!lease) {
+    std::fprintf(stderr, "fencectl: lock %s: %s\n", args.name.c_str(), s.message.c_str());
+    return exitCodeFor(s);
+  }
+
+  // The sidecar may vouch for less than the TTL (its ZooKeeper session bounds every lease): the
+  // grace period must sit below the validity it actually grants, or CMD would be stopped at once.
+  // That validity was just confirmed (acquireUsable), so it is what a renew gets.
+  Millis granted = lease->validFor();
+  Millis grace = args.grace.value_or(std::min(args.ttl, granted) / 3);
+  if (grace >= granted) {
+    std::fprintf(stderr,
+                 "fencectl: --grace %lld ms is not below the validity granted (%lld ms); "
+                 "using %lld ms\n",
+                 static_cast<long long>(grace.count()), static_cast<long long>(granted.count()),
+                 static_cast<long long>(granted.count() / 3));
+    grace = granted / 3;
+  }
+
+  int tty = foregroundTerminal();
+  std::string error;
+  auto supervisor = Supervisor::start(internal::connectionFd(*client), tty, args.command,
+                                      commandEnvironment(args, *lease), &error);
+  if (!supervisor) {
+    std::fprintf(stderr, "fencectl: %s\n", error.c_str());
+    return releaseAndReturn(*lease, args.name, true, kExitInternal);
+  }
+  if (int e = supervisor->spawnError(); e != 0) {
+    std::fprintf(stderr, "fencectl: cannot run %s: %s\n", args.command[0].c_str(),
+                 std::strerror(e));
+    return releaseAndReturn(*lease, args.name, true,
+                            e == ENOENT ? kExitNotFound : kExitCannotExecute);
+  }
+  const pid_t group = supervisor->commandPid();
+  const pid_t root = supervisor->pid();
+
+  bool leaseLost = false, stopped = false, termSent = false, killSent = false;
+  bool supervisorGone = false;
+  std::optional<Clock::time_point> killAt;  // set by a forwarded SIGTERM or SIGINT
+  int status = 0;
+  while (true) {
+    // Validity is re-read after every wake-up: a frozen fencectl acts the moment it runs again.
+    Millis valid = lease->validFor();
+    if (lease->lost() || valid.count() == 0) {
+      leaseLost = true;
+      if (!killSent) {
+        std::fprintf(stderr, "fencectl: lease on %s lost; killing process group %d\n",
+                     args.name.c_str(), group);
+        killTree(root, group);
+        killSent = termSent = true;
+      }
+    } else if (valid < grace && !termSent) {
+      std::fprintf(stderr, "fencectl: lease on %s not renewed, %lld ms left; stopping %d\n",
+                   args.name.c_str(), static_cast<long long>(valid.count()), group);
+      signalGroup(group, SIGTERM);
+      termSent = stopped = true;
+    }
+    if (killAt && Clock::now() >= *killAt && !killSent) {
+      std::fprintf(stderr,
+                   "fencectl: process group %d still runs %lld ms after the signal; "
+                   "killing it\n",
+                   group, static_cast<long long>(grace.count()));
+      killTree(root, group);
+      killSent = true;
+    }
+    int64_t timeout = std::min<int64_t>(50, std::max<int64_t>(1, valid.count()));
+    if (killAt && !killSent) timeout = std::min<int64_t>(timeout, until(*killAt).count() + 1);
+    pollfd fds[3] = {{sigFd, POLLIN, 0}, {lossPipe[0], POLLIN, 0}, {supervisor->fd(), POLLIN, 0}};
+    poll(fds, 3, static_cast<int>(timeout));
+    if (fds[1].revents & POLLIN) {
+      char buf[16];
+      while (read(lossPipe[0], buf, sizeof buf) > 0) {
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      while (read(sigFd, &info, sizeof info) == sizeof info) {
+        int sig = static_cast<int>(info.ssi_signo);
+        signalGroup(group, sig);
+        // CMD may ignore it: SIGKILL after the grace period, then release.
+        if ((sig == SIGTERM || sig == SIGINT) && !killAt) killAt = Clock::now() + grace;
+      }
+    }
+    auto event = supervisor->read(&status);
+    if (event == Supervisor::Event::kExited) break;
+    if (event == Supervisor::Event::kGone) {
+      // Nothing watches over CMD's tree now: end what can still be found of it.
+      std::fprintf(stderr, "fencectl: the supervisor of %s died; killing process group %d\n",
+                   args.name.c_str(), group);
+      killTree(root, group);
+      supervisorGone = true;
+      break;
+    }
+  }
+  // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
+  // lease does.
+  endTree(root, group, leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
+  if (tty >= 0) tcsetpgrp(tty, getpgrp());  // the terminal back to fencectl's group
+  int code = supervisorGone         ? kExitInternal
+             : leaseLost || stopped ? kExitLeaseLost
+             : WIFEXITED(status)    ? WEXITSTATUS(status)
+                                    : kExitSignalBase + WTERMSIG(status);
+  code = releaseAndReturn(*lease, args.name, !leaseLost, code);
+  supervisor.reset();  // the supervisor lets go of the connection and exits
+  return code;
+}
+
+}  // namespace fencekeeper
