@@ -35,33 +35,55 @@ Millis until(Clock::time_point t) {
   return d.count() < 0 ? Millis(0) : d;
 }
 
-// Queues for the lock within args.wait and confirms the grant with a renew, which proves the
-// lease is still held and dates its validity from now. A grant lost before that (fencectl or its
-// host was stopped while it came in) is not a grant: queue again in what is left of the wait, and
-// never start CMD on a lease with no validity left.
-std::unique_ptr<Lease> acquireUsable(Client& client, const LockArgs& args, AcquireOptions options,
-                                     Status* status) {
-  auto deadline = Clock::now() + args.wait;
-  while (true) {
-    auto lease = client.acquire(args.name, options, status);
-    if (lease) {
-      *status = lease->renew();
-      if (status->ok() && lease->validFor().count() > 0) return lease;
-      if (status->ok()) *status = Status{ErrorCode::kExpired, "granted with no validity left"};
-    } else if (status->code != ErrorCode::kExpired && status->code != ErrorCode::kLost) {
-      return nullptr;  // not granted at all
-    }
-    options.wait = until(deadline);
-    if (options.wait.count() == 0) {
-      status->message = "granted, but lost before CMD could start (" + status->message + ")";
-      return nullptr;
-    }
-    std::fprintf(stderr,
-                 "fencectl: lease on %s lost before CMD could start (%s); queueing again for "
-                 "%lld ms\n",
-                 args.name.c_str(), status->message.c_str(),
-                 static_cast<long long>(options.wait.count()));
+// Acquires, then confirms the grant with a renew, which proves the lease is still held and dates
+// its validity from now: a grant that came in while fencectl (or its host) was stopped may be
+// lost, or have no validity left, by the time fencectl runs again.
+std::unique_ptr<Lease> acquireConfirmed(Client& client, const std::string& name,
+                                        const AcquireOptions& options, Status* status) {
+  auto lease = client.acquire(name, options, status);
+  if (!lease) return nullptr;
+  *status = lease->renew();
+  return status->ok() ? std::move(lease) : nullptr;
+}
+
+// True for a lock that was granted but lost before CMD could start: not a grant, queue again.
+bool lostBeforeStart(const Status& s) {
+  return s.code == ErrorCode::kExpired || s.code == ErrorCode::kLost ||
+         s.code == ErrorCode::kNotHeld;
+}
+
+// Queues on a helper thread, so that a signal while waiting is answered at once: fencectl exits
+// 128+N, no CMD runs, and closing the connection withdraws the request.
+std::unique_ptr<Lease> waitForLease(Client& client, const std::string& name,
+                                    const AcquireOptions& options, int sigFd, Status* status) {
+  std::unique_ptr<Lease> lease;
+  int acquired[2];
+  if (pipe2(acquired, O_CLOEXEC) != 0) {
+    *status = Status{ErrorCode::kInternal, std::strerror(errno)};
+    return nullptr;
   }
+  std::thread queue([&] {
+    lease = acquireConfirmed(client, name, options, status);
+    char c = 1;
+    ssize_t n = write(acquired[1], &c, 1);
+    (void)n;
+  });
+  while (true) {
+    pollfd fds[2] = {{sigFd, POLLIN, 0}, {acquired[0], POLLIN, 0}};
+    poll(fds, 2, -1);
+    if (fds[1].revents & POLLIN) break;
+    signalfd_siginfo info{};
+    while (read(sigFd, &info, sizeof info) == sizeof info) {
+      std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n", info.ssi_signo,
+                   name.c_str());
+      std::fflush(stderr);
+      _exit(kExitSignalBase + static_cast<int>(info.ssi_signo));  // the thread still waits
+    }
+  }
+  queue.join();
+  close(acquired[0]);
+  close(acquired[1]);
+  return lease;
 }
 
 // Releases, waiting at most `bound` for the answer. False when none came: the call still runs
@@ -153,40 +175,38 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     ssize_t n = write(fd, &c, 1);
     (void)n;
   };
-  // Queue on a helper thread so that a signal while waiting is answered at once: no CMD runs,
-  // and closing the connection on exit withdraws the request.
+  // CMD never starts on a lease with no validity left: queue again, within the wait left.
+  auto deadline = Clock::now() + args.wait;
   Status s;
   std::unique_ptr<Lease> lease;
-  int acquired[2];
-  if (pipe2(acquired, O_CLOEXEC) != 0) return kExitUnavailable;
-  std::thread queue([&] {
-    lease = acquireUsable(*client, args, options, &s);
-    char c = 1;
-    ssize_t n = write(acquired[1], &c, 1);
-    (void)n;
-  });
+  Millis granted{0};
   while (true) {
-    pollfd fds[2] = {{sigFd, POLLIN, 0}, {acquired[0], POLLIN, 0}};
-    poll(fds, 2, -1);
-    if (fds[1].revents & POLLIN) break;
-    signalfd_siginfo info{};
-    while (read(sigFd, &info, sizeof info) == sizeof info) {
-      std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n", info.ssi_signo,
-                   args.name.c_str());
-      std::fflush(stderr);
-      _exit(kExitSignalBase + static_cast<int>(info.ssi_signo));  // the thread still waits
+    lease = waitForLease(*client, args.name, options, sigFd, &s);
+    if (lease) {
+      granted = lease->validFor();  // read again: fencectl may have been stopped since the renew
+      if (granted.count() > 0) break;
+      s = Status{ErrorCode::kExpired, "granted with no validity left"};
+      lease.reset();
+    } else if (!lostBeforeStart(s)) {
+      std::fprintf(stderr, "fencectl: lock %s: %s\n", args.name.c_str(), s.message.c_str());
+      return exitCodeFor(s);
     }
-  }
-  queue.join();
-  if (!lease) {
-    std::fprintf(stderr, "fencectl: lock %s: %s\n", args.name.c_str(), s.message.c_str());
-    return exitCodeFor(s);
+    options.wait = until(deadline);
+    if (options.wait.count() == 0) {
+      std::fprintf(stderr, "fencectl: lock %s: granted, but lost before CMD could start (%s)\n",
+                   args.name.c_str(), s.message.c_str());
+      return kExitNotAcquired;
+    }
+    std::fprintf(stderr,
+                 "fencectl: lease on %s lost before CMD could start (%s); queueing again for "
+                 "%lld ms\n",
+                 args.name.c_str(), s.message.c_str(),
+                 static_cast<long long>(options.wait.count()));
   }
 
   // The sidecar may vouch for less than the TTL (its ZooKeeper session bounds every lease): the
   // grace period must sit below the validity it actually grants, or CMD would be stopped at once.
-  // That validity was just confirmed (acquireUsable), so it is what a renew gets.
-  Millis granted = lease->validFor();
+  // That validity was just confirmed by a renew: it is what the sidecar grants at best.
   Millis grace = args.grace.value_or(std::min(args.ttl, granted) / 3);
   if (grace >= granted) {
     std::fprintf(stderr,

@@ -1,9 +1,11 @@
 """fencectl, the shell's way to fenced leases, against a real ZooKeeper and real sidecars
 (fk_harness): what CMD gets (FENCE_TOKEN, FENCE_LOCK, FENCE_TTL_MS), every exit code
-(CMD's own status, 128 + signal, 64, 69, 75, 76), the socket from $FENCEKEEPER_SOCKET, holder and
-status in JSON and for people, and exec mode under faults: a lost lease kills CMD's whole process
-group (also a grandchild behind `sh -c`), signals reach the group, --grace acts before the
-validity runs out.
+(CMD's own status, 128 + signal, 64, 69, 75, 76, 126, 127), the socket from $FENCEKEEPER_SOCKET,
+holder and status in JSON and for people, and exec mode under faults: a lost lease kills CMD's
+whole process group (also a grandchild behind `sh -c`), signals reach the group (then SIGCONT),
+--grace acts before the validity runs out, nothing of CMD outlives a SIGKILLed fencectl (nor does
+another holder get the lock first), CMD owns the terminal's foreground, a lost grant is queued for
+again, and fencectl exits within its bound when the sidecar or ZooKeeper is frozen.
 
 Run by ctest's python_client with Debian's interpreter, or alone (the standby of the frozen
 fencectl test is the Python package):
