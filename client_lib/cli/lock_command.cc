@@ -146,6 +146,78 @@ void signalGroup(pid_t group, int sig) {
   kill(-group, SIGCONT);
 }
 
+struct CommandEnd {
+  int waitStatus = 0;
+  bool leaseLost = false;       // lost, or no validity left: CMD's processes were killed
+  bool stopped = false;         // not renewed in time: CMD's group got SIGTERM at the grace
+  bool supervisorGone = false;  // the supervisor died: what could be found of CMD was killed
+};
+
+// Watches CMD under the lease until it ends: SIGTERM to its group once the validity falls below
+// `grace` without a renew, SIGKILL to all of it once the lease is lost or its validity gone;
+// signals forwarded, and SIGKILL `grace` after a SIGTERM or SIGINT that CMD ignores.
+CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace,
+                        const std::string& name, int sigFd, int lossFd) {
+  const pid_t group = supervisor.commandPid(), root = supervisor.pid();
+  CommandEnd end;
+  bool termSent = false, killSent = false;
+  std::optional<Clock::time_point> killAt;  // set by a forwarded SIGTERM or SIGINT
+  while (true) {
+    // Validity is re-read after every wake-up: a frozen fencectl acts the moment it runs again.
+    Millis valid = lease.validFor();
+    if (lease.lost() || valid.count() == 0) {
+      end.leaseLost = true;
+      if (!killSent) {
+        std::fprintf(stderr, "fencectl: lease on %s lost; killing process group %d\n", name.c_str(),
+                     group);
+        killTree(root, group);
+        killSent = termSent = true;
+      }
+    } else if (valid < grace && !termSent) {
+      std::fprintf(stderr, "fencectl: lease on %s not renewed, %lld ms left; stopping %d\n",
+                   name.c_str(), static_cast<long long>(valid.count()), group);
+      signalGroup(group, SIGTERM);
+      termSent = end.stopped = true;
+    }
+    if (killAt && Clock::now() >= *killAt && !killSent) {
+      std::fprintf(stderr,
+                   "fencectl: process group %d still runs %lld ms after the signal; "
+                   "killing it\n",
+                   group, static_cast<long long>(grace.count()));
+      killTree(root, group);
+      killSent = true;
+    }
+    int64_t timeout = std::min<int64_t>(50, std::max<int64_t>(1, valid.count()));
+    if (killAt && !killSent) timeout = std::min<int64_t>(timeout, until(*killAt).count() + 1);
+    pollfd fds[3] = {{sigFd, POLLIN, 0}, {lossFd, POLLIN, 0}, {supervisor.fd(), POLLIN, 0}};
+    poll(fds, 3, static_cast<int>(timeout));
+    if (fds[1].revents & POLLIN) {
+      char buf[16];
+      while (read(lossFd, buf, sizeof buf) > 0) {
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      while (read(sigFd, &info, sizeof info) == sizeof info) {
+        int sig = static_cast<int>(info.ssi_signo);
+        signalGroup(group, sig);
+        // CMD may ignore it: SIGKILL after the grace period, then release.
+        if ((sig == SIGTERM || sig == SIGINT) && !killAt) killAt = Clock::now() + grace;
+      }
+    }
+    auto event = supervisor.read(&end.waitStatus);
+    if (event == Supervisor::Event::kExited) return end;
+    if (event == Supervisor::Event::kGone) {
+      // Nothing watches over CMD's tree now: end what can still be found of it.
+      std::fprintf(stderr, "fencectl: the supervisor of %s died; killing process group %d\n",
+                   name.c_str(), group);
+      killTree(root, group);
+      end.supervisorGone = true;
+      return end;
+    }
+  }
+}
+
 }  // namespace
 
 int lockCommand(const std::string& socket, const LockArgs& args) {
@@ -231,76 +303,17 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     return releaseAndReturn(*lease, args.name, true,
                             e == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
-  const pid_t group = supervisor->commandPid();
-  const pid_t root = supervisor->pid();
-
-  bool leaseLost = false, stopped = false, termSent = false, killSent = false;
-  bool supervisorGone = false;
-  std::optional<Clock::time_point> killAt;  // set by a forwarded SIGTERM or SIGINT
-  int status = 0;
-  while (true) {
-    // Validity is re-read after every wake-up: a frozen fencectl acts the moment it runs again.
-    Millis valid = lease->validFor();
-    if (lease->lost() || valid.count() == 0) {
-      leaseLost = true;
-      if (!killSent) {
-        std::fprintf(stderr, "fencectl: lease on %s lost; killing process group %d\n",
-                     args.name.c_str(), group);
-        killTree(root, group);
-        killSent = termSent = true;
-      }
-    } else if (valid < grace && !termSent) {
-      std::fprintf(stderr, "fencectl: lease on %s not renewed, %lld ms left; stopping %d\n",
-                   args.name.c_str(), static_cast<long long>(valid.count()), group);
-      signalGroup(group, SIGTERM);
-      termSent = stopped = true;
-    }
-    if (killAt && Clock::now() >= *killAt && !killSent) {
-      std::fprintf(stderr,
-                   "fencectl: process group %d still runs %lld ms after the signal; "
-                   "killing it\n",
-                   group, static_cast<long long>(grace.count()));
-      killTree(root, group);
-      killSent = true;
-    }
-    int64_t timeout = std::min<int64_t>(50, std::max<int64_t>(1, valid.count()));
-    if (killAt && !killSent) timeout = std::min<int64_t>(timeout, until(*killAt).count() + 1);
-    pollfd fds[3] = {{sigFd, POLLIN, 0}, {lossPipe[0], POLLIN, 0}, {supervisor->fd(), POLLIN, 0}};
-    poll(fds, 3, static_cast<int>(timeout));
-    if (fds[1].revents & POLLIN) {
-      char buf[16];
-      while (read(lossPipe[0], buf, sizeof buf) > 0) {
-      }
-    }
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info{};
-      while (read(sigFd, &info, sizeof info) == sizeof info) {
-        int sig = static_cast<int>(info.ssi_signo);
-        signalGroup(group, sig);
-        // CMD may ignore it: SIGKILL after the grace period, then release.
-        if ((sig == SIGTERM || sig == SIGINT) && !killAt) killAt = Clock::now() + grace;
-      }
-    }
-    auto event = supervisor->read(&status);
-    if (event == Supervisor::Event::kExited) break;
-    if (event == Supervisor::Event::kGone) {
-      // Nothing watches over CMD's tree now: end what can still be found of it.
-      std::fprintf(stderr, "fencectl: the supervisor of %s died; killing process group %d\n",
-                   args.name.c_str(), group);
-      killTree(root, group);
-      supervisorGone = true;
-      break;
-    }
-  }
+  CommandEnd end = watchCommand(*lease, *supervisor, grace, args.name, sigFd, lossPipe[0]);
+  const pid_t group = supervisor->commandPid(), root = supervisor->pid();
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.
-  endTree(root, group, leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
+  endTree(root, group, end.leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
   if (tty >= 0) tcsetpgrp(tty, getpgrp());  // the terminal back to fencectl's group
-  int code = supervisorGone         ? kExitInternal
-             : leaseLost || stopped ? kExitLeaseLost
-             : WIFEXITED(status)    ? WEXITSTATUS(status)
-                                    : kExitSignalBase + WTERMSIG(status);
-  code = releaseAndReturn(*lease, args.name, !leaseLost, code);
+  int code = end.supervisorGone             ? kExitInternal
+             : end.leaseLost || end.stopped ? kExitLeaseLost
+             : WIFEXITED(end.waitStatus)    ? WEXITSTATUS(end.waitStatus)
+                                            : kExitSignalBase + WTERMSIG(end.waitStatus);
+  code = releaseAndReturn(*lease, args.name, !end.leaseLost, code);
   supervisor.reset();  // the supervisor lets go of the connection and exits
   return code;
 }
