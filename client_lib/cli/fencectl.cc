@@ -27,7 +27,8 @@ constexpr const char* kUsage = R"(usage:
       group gets SIGTERM, and SIGKILL once the validity has run out. SIGINT, SIGTERM and
       SIGHUP are forwarded to the group (each followed by SIGCONT); if CMD still runs
       --grace after a SIGINT or SIGTERM, it is killed. On a terminal (fencectl in its
-      foreground) CMD's group is the foreground group while it runs.
+      foreground) CMD's group is the foreground group while it runs; ^Z stops fencectl
+      with CMD (no renew while stopped), and fg gives CMD the terminal again.
       Nothing CMD started outlives the lease: what is left when CMD ends (in its group, or
       gone off with setsid) is ended before the release, and if fencectl dies, even by
       SIGKILL, its supervisor process kills all of it before the sidecar lets the lease go.

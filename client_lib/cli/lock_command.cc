@@ -155,9 +155,10 @@ struct CommandEnd {
 
 // Watches CMD under the lease until it ends: SIGTERM to its group once the validity falls below
 // `grace` without a renew, SIGKILL to all of it once the lease is lost or its validity gone;
-// signals forwarded, and SIGKILL `grace` after a SIGTERM or SIGINT that CMD ignores.
+// signals forwarded, and SIGKILL `grace` after a SIGTERM or SIGINT that CMD ignores. `tty` >= 0:
+// the terminal whose foreground CMD's group holds.
 CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace,
-                        const std::string& name, int sigFd, int lossFd) {
+                        const std::string& name, int tty, int sigFd, int lossFd) {
   const pid_t group = supervisor.commandPid(), root = supervisor.pid();
   CommandEnd end;
   bool termSent = false, killSent = false;
@@ -207,6 +208,14 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
     }
     auto event = supervisor.read(&end.waitStatus);
     if (event == Supervisor::Event::kExited) return end;
+    if (event == Supervisor::Event::kStopped && tty >= 0) {
+      // ^Z stopped CMD: stop too, so that the shell sees its job stopped and takes the terminal
+      // (no renew meanwhile). On `fg` the terminal goes back to CMD's group, then a SIGCONT.
+      tcsetpgrp(tty, getpgrp());
+      raise(SIGTSTP);
+      if (tcgetpgrp(tty) == getpgrp()) tcsetpgrp(tty, group);
+      kill(-group, SIGCONT);
+    }
     if (event == Supervisor::Event::kGone) {
       // Nothing watches over CMD's tree now: end what can still be found of it.
       std::fprintf(stderr, "fencectl: the supervisor of %s died; killing process group %d\n",
@@ -303,7 +312,7 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     return releaseAndReturn(*lease, args.name, true,
                             e == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
-  CommandEnd end = watchCommand(*lease, *supervisor, grace, args.name, sigFd, lossPipe[0]);
+  CommandEnd end = watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd, lossPipe[0]);
   const pid_t group = supervisor->commandPid(), root = supervisor->pid();
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.

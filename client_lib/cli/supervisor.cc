@@ -25,10 +25,10 @@ extern char** environ;
 namespace fencekeeper {
 namespace {
 
-// One datagram from the supervisor: CMD started (its pid), could not start (errno), or ended
-// (its wait status).
+// One datagram from the supervisor: CMD started (its pid), could not start (errno), or ended or
+// stopped (its wait status).
 struct Report {
-  enum Kind : int32_t { kStarted, kSpawnFailed, kExited } kind;
+  enum Kind : int32_t { kStarted, kSpawnFailed, kWaitStatus } kind;
   int32_t value;
 };
 
@@ -73,8 +73,8 @@ int spawnCommand(char** command, int ttyFd, pid_t* pid) {
 void reapAll(int socket, pid_t command) {
   int status;
   pid_t pid;
-  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-    if (pid == command) send(socket, Report::kExited, status);
+  while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+    if (pid == command) send(socket, Report::kWaitStatus, status);
   }
 }
 
@@ -125,7 +125,7 @@ std::unique_ptr<Supervisor> Supervisor::start(int connectionFd, int ttyFd,
   do {
     n = recv(pair[0], &first, sizeof first, 0);
   } while (n < 0 && errno == EINTR);
-  if (n != sizeof first || first.kind == Report::kExited) {
+  if (n != sizeof first || first.kind == Report::kWaitStatus) {
     *error = "the supervisor ended before it started CMD";
     return nullptr;
   }
@@ -145,9 +145,9 @@ Supervisor::~Supervisor() {
 Supervisor::Event Supervisor::read(int* waitStatus) {
   Report r{};
   ssize_t n = recv(socket_, &r, sizeof r, MSG_DONTWAIT);
-  if (n == sizeof r && r.kind == Report::kExited) {
+  if (n == sizeof r && r.kind == Report::kWaitStatus) {
     *waitStatus = r.value;
-    return Event::kExited;
+    return WIFSTOPPED(r.value) ? Event::kStopped : Event::kExited;
   }
   if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return Event::kGone;
   return Event::kNone;

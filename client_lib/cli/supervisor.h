@@ -40,9 +40,9 @@ class Supervisor {
   pid_t commandPid() const { return commandPid_; }  // CMD's pid, and its process group
   int fd() const { return socket_; }                // readable: read() has news
 
-  enum class Event { kNone, kExited, kGone };
-  // kExited with CMD's wait status, once; kGone when the supervisor died (nothing then watches
-  // over CMD's tree); kNone otherwise. Does not block.
+  enum class Event { kNone, kExited, kStopped, kGone };
+  // kExited (once) or kStopped with CMD's wait status; kGone when the supervisor died (nothing
+  // then watches over CMD's tree); kNone otherwise. Does not block.
   Event read(int* waitStatus);
 
  private:

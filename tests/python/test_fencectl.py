@@ -414,6 +414,30 @@ class FencectlTest(FencectlCase):
         self.assertFalse(alive(supervisor))
         self.wait_free("ctl/leftover-setsid")
 
+    def on_a_terminal(self, script):
+        """Runs `sh -c SCRIPT` as the session leader of a new pseudo-terminal; returns (proc,
+        master, output) where output() drains the terminal and returns all it printed."""
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+
+        def controlling_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        proc = subprocess.Popen(["sh", "-c", script], stdin=slave, stdout=slave, stderr=slave,
+                                preexec_fn=controlling_terminal)
+        os.close(slave)
+        self.addCleanup(fk_harness.stop_process, proc, 5)
+        printed = []
+
+        def output():  # drained, so that nobody blocks writing to the terminal
+            while select.select([master], [], [], 0)[0]:
+                try:
+                    printed.append(os.read(master, 4096))
+                except OSError:
+                    break
+            return b"".join(printed).decode(errors="replace")
+        return proc, master, output
+
     def test_on_a_terminal_the_command_reads_stdin_and_gets_the_terminal_back_after(self):
         pgid_file, got_file, after_file = (self.path(n) for n in ("pgid", "got", "after"))
         inner = self.path("inner.sh")
@@ -424,25 +448,7 @@ class FencectlTest(FencectlCase):
         # fencectl gave the foreground back to their group.
         outer = "%s --socket %s lock ctl/tty -- sh %s; echo fencectl=$?; read again; %s" % (
             self.cluster.fencectl_bin, self.socket, inner, self.write_cmd(after_file, "$again"))
-        master, slave = pty.openpty()
-        self.addCleanup(os.close, master)
-
-        def controlling_terminal():
-            os.setsid()
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        proc = subprocess.Popen(["sh", "-c", outer], stdin=slave, stdout=slave, stderr=slave,
-                                preexec_fn=controlling_terminal)
-        os.close(slave)
-        self.addCleanup(fk_harness.stop_process, proc, 5)
-        output = []
-
-        def drain():  # the terminal's output, so that nobody blocks writing to it
-            while select.select([master], [], [], 0)[0]:
-                try:
-                    output.append(os.read(master, 4096))
-                except OSError:
-                    break
-            return "".join(o.decode(errors="replace") for o in output)
+        proc, master, drain = self.on_a_terminal(outer)
 
         def file_or_drain(path):
             drain()
@@ -462,6 +468,26 @@ class FencectlTest(FencectlCase):
         self.assertEqual(after, "world\n")
         self.assertEqual(proc.wait(5), 0)
         self.wait_free("ctl/tty")
+
+    def test_ctrl_z_stops_the_job_and_fg_gives_the_command_the_terminal_again(self):
+        got_file = self.path("got")
+        # A shell with job control (set -m): it sees fencectl stopped, and `fg` resumes it.
+        script = ("set -m; %s --socket %s lock ctl/ctrl-z -- sh -c 'echo reading; read line; %s';"
+                  " echo stopped=$?; fg; echo fencectl=$?" %
+                  (self.cluster.fencectl_bin, self.socket, self.write_cmd(got_file, "$line")))
+        proc, master, output = self.on_a_terminal(script)
+        fk_harness.wait_until(lambda: "reading" in output(), 15, "CMD to read the terminal")
+        os.write(master, b"\x1a")  # ^Z
+        fk_harness.wait_until(lambda: "stopped=%d" % (128 + signal.SIGTSTP) in output(), 5,
+                              "the shell to see its job stopped:\n" + output())
+        os.write(master, b"hello\n")  # read once `fg` gave CMD's group the terminal again
+        got = fk_harness.wait_until(lambda: output() and read_file(got_file), 5,
+                                    "CMD to read its line after fg:\n" + output())
+        self.assertEqual(got, "hello\n")
+        fk_harness.wait_until(lambda: "fencectl=" in output(), 10, "fencectl to end")
+        self.assertIn("fencectl=0", output())
+        self.assertEqual(proc.wait(5), 0)
+        self.wait_free("ctl/ctrl-z")
 
     def test_forwarded_signals_are_followed_by_sigcont(self):
         pid_file, marker = self.path("cmd.pid"), self.path("trapped")
