@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -150,7 +151,7 @@ struct CommandEnd {
   int waitStatus = 0;
   bool leaseLost = false;       // lost, or no validity left: CMD's processes were killed
   bool stopped = false;         // not renewed in time: CMD's group got SIGTERM at the grace
-  bool supervisorGone = false;  // the supervisor died: what could be found of CMD was killed
+  bool supervisorGone = false;  // the supervisor died: fencectl killed what CMD started
 };
 
 // Watches CMD under the lease until it ends: SIGTERM to its group once the validity falls below
@@ -217,10 +218,12 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
       kill(-group, SIGCONT);
     }
     if (event == Supervisor::Event::kGone) {
-      // Nothing watches over CMD's tree now: end what can still be found of it.
-      std::fprintf(stderr, "fencectl: the supervisor of %s died; killing process group %d\n",
-                   name.c_str(), group);
-      killTree(root, group);
+      // Someone killed the supervisor: what it had adopted is fencectl's now (a subreaper too).
+      std::fprintf(stderr, "fencectl: the supervisor of %s died; killing what CMD started\n",
+                   name.c_str());
+      killTree(getpid(), group);
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
       end.supervisorGone = true;
       return end;
     }
@@ -298,6 +301,8 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     grace = granted / 3;
   }
 
+  // Should the supervisor be killed, what it adopted comes to fencectl, which kills it.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   int tty = foregroundTerminal();
   std::string error;
   auto supervisor = Supervisor::start(internal::connectionFd(*client), tty, args.command,

@@ -438,6 +438,13 @@ class FencectlTest(FencectlCase):
             return b"".join(printed).decode(errors="replace")
         return proc, master, output
 
+    def test_a_killed_supervisor_ends_fencectl_with_70_and_all_of_the_command(self):
+        run, sh, in_group, escaped, supervisor = self.start_tree("ctl/supervisor-killed")
+        os.kill(supervisor, signal.SIGKILL)
+        self.assertEqual(run.wait(5), 70, run.log())
+        self.assertEqual([p for p in (sh, in_group, escaped) if alive(p)], [])
+        self.wait_free("ctl/supervisor-killed")
+
     def test_on_a_terminal_the_command_reads_stdin_and_gets_the_terminal_back_after(self):
         pgid_file, got_file, after_file = (self.path(n) for n in ("pgid", "got", "after"))
         inner = self.path("inner.sh")
