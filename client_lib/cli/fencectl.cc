@@ -45,7 +45,7 @@ Exit codes:
          or fencectl got signal N while waiting for the lock, and CMD never ran
   64     invalid arguments
   69     sidecar unreachable
-  70     fencectl's supervisor could not start or died (CMD's group killed)
+  70     fencectl's supervisor could not start or died (all of CMD killed)
   75     lock not acquired within --wait (held, or ZooKeeper out of reach)
   76     lease lost, or not renewed in time, while CMD ran (its processes killed)
   126    CMD found but not executable
