@@ -217,7 +217,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
-  std::atomic<int> connectionFd_{-1};  // set while the connection is open
+  std::atomic<int> connectionFd_{-1};     // set while the connection is open
   std::mutex loopMutex_;                  // guards loop_ (set and reset on the I/O thread)
   std::unique_ptr<KjLoopExecutor> loop_;  // set while the I/O loop runs
 
