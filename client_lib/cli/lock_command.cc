@@ -170,9 +170,10 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
     if (lease.lost() || valid.count() == 0) {
       end.leaseLost = true;
       if (!killSent) {
-        std::fprintf(stderr, "fencectl: lease on %s lost; killing process group %d\n", name.c_str(),
-                     group);
-        killTree(root, group);
+        std::fprintf(stderr,
+                     "fencectl: lease on %s lost; killing process group %d and all CMD started\n",
+                     name.c_str(), group);
+        killTree(root);
         killSent = termSent = true;
       }
     } else if (valid < grace && !termSent) {
@@ -186,7 +187,7 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
                    "fencectl: process group %d still runs %lld ms after the signal; "
                    "killing it\n",
                    group, static_cast<long long>(grace.count()));
-      killTree(root, group);
+      killTree(root);
       killSent = true;
     }
     int64_t timeout = std::min<int64_t>(50, std::max<int64_t>(1, valid.count()));
@@ -221,7 +222,7 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
       // Someone killed the supervisor: what it had adopted is fencectl's now (a subreaper too).
       std::fprintf(stderr, "fencectl: the supervisor of %s died; killing what CMD started\n",
                    name.c_str());
-      killTree(getpid(), group);
+      killTree(getpid());
       while (waitpid(-1, nullptr, WNOHANG) > 0) {
       }
       end.supervisorGone = true;
@@ -318,10 +319,9 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
                             e == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
   CommandEnd end = watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd, lossPipe[0]);
-  const pid_t group = supervisor->commandPid(), root = supervisor->pid();
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.
-  endTree(root, group, end.leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
+  endTree(supervisor->pid(), end.leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
   if (tty >= 0) tcsetpgrp(tty, getpgrp());  // the terminal back to fencectl's group
   int code = end.supervisorGone             ? kExitInternal
              : end.leaseLost || end.stopped ? kExitLeaseLost

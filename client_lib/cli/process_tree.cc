@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,7 +16,6 @@ namespace {
 struct ProcessInfo {
   pid_t pid;
   pid_t ppid;
-  pid_t pgrp;
   bool zombie;
 };
 
@@ -34,10 +32,10 @@ std::vector<ProcessInfo> readProcesses() {
     if (close == std::string::npos || close + 2 > line.size()) continue;
     std::istringstream fields(line.substr(close + 2));
     char state;
-    long ppid, pgrp;
-    if (!(fields >> state >> ppid >> pgrp)) continue;
-    out.push_back({static_cast<pid_t>(std::atol(entry->d_name)), static_cast<pid_t>(ppid),
-                   static_cast<pid_t>(pgrp), state == 'Z'});
+    long ppid;
+    if (!(fields >> state >> ppid)) continue;
+    out.push_back(
+        {static_cast<pid_t>(std::atol(entry->d_name)), static_cast<pid_t>(ppid), state == 'Z'});
   }
   closedir(proc);
   return out;
@@ -49,7 +47,7 @@ void signalAll(const std::vector<pid_t>& pids, int sig) {
 
 }  // namespace
 
-std::vector<pid_t> liveTree(pid_t root, pid_t pgid) {
+std::vector<pid_t> liveDescendants(pid_t root) {
   auto processes = readProcesses();
   std::multimap<pid_t, const ProcessInfo*> children;
   for (auto& p : processes) children.emplace(p.ppid, &p);
@@ -66,33 +64,27 @@ std::vector<pid_t> liveTree(pid_t root, pid_t pgid) {
       todo.push_back(it->second->pid);
     }
   }
-  std::set<pid_t> listed(live.begin(), live.end());
-  for (auto& p : processes) {
-    if (p.pgrp == pgid && !p.zombie && p.pid != root && !listed.count(p.pid)) {
-      live.push_back(p.pid);
-    }
-  }
   return live;
 }
 
-void killTree(pid_t root, pid_t pgid) {
+void killTree(pid_t root) {
   // A process may fork until its SIGKILL lands: look again until nothing is left.
-  for (auto live = liveTree(root, pgid); !live.empty(); live = liveTree(root, pgid)) {
+  for (auto live = liveDescendants(root); !live.empty(); live = liveDescendants(root)) {
     signalAll(live, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
-void endTree(pid_t root, pid_t pgid, std::chrono::milliseconds patience) {
-  auto live = liveTree(root, pgid);
+void endTree(pid_t root, std::chrono::milliseconds patience) {
+  auto live = liveDescendants(root);
   if (live.empty()) return;
   signalAll(live, SIGTERM);
   signalAll(live, SIGCONT);
   auto deadline = std::chrono::steady_clock::now() + patience;
-  while (!liveTree(root, pgid).empty() && std::chrono::steady_clock::now() < deadline) {
+  while (!liveDescendants(root).empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  killTree(root, pgid);
+  killTree(root);
 }
 
 }  // namespace fencekeeper

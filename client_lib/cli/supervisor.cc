@@ -187,7 +187,7 @@ int superviseMain(int argc, char** argv) {
     reapAll(socket, pid);
     if (fds[0].revents) break;  // fencectl never writes: its end closed, it is done or dead
   }
-  killTree(getpid(), pid);
+  killTree(getpid());
   reapAll(socket, pid);
   close(connection);  // only now may the sidecar see the connection close and release the lease
   return 0;
