@@ -172,6 +172,7 @@ int superviseMain(int argc, char** argv) {
     std::perror("fencectl supervisor");
     return kExitInternal;  // without a report: fencectl says so and ends
   }
+  pid_t home = tty >= 0 ? tcgetpgrp(tty) : -1;  // fencectl's group, in the foreground
   pid_t pid = -1;
   if (int rc = spawnCommand(command, tty, &pid); rc != 0) {
     send(socket, Report::kSpawnFailed, rc);
@@ -189,6 +190,8 @@ int superviseMain(int argc, char** argv) {
   }
   killTree(getpid());
   reapAll(socket, pid);
+  // fencectl gives the terminal back when it ends; if it died, its group gets it (if it lives).
+  if (tty >= 0 && tcgetpgrp(tty) == pid) tcsetpgrp(tty, home);
   close(connection);  // only now may the sidecar see the connection close and release the lease
   return 0;
 }

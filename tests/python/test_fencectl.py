@@ -102,6 +102,12 @@ def read_file(path):
         return None
 
 
+def read_draining(output, path):
+    """read_file(path), after draining a terminal's output (see on_a_terminal)."""
+    output()
+    return read_file(path)
+
+
 class Run:
     """A fencectl started in its own session, its stdout and stderr in one log file."""
 
@@ -456,25 +462,37 @@ class FencectlTest(FencectlCase):
         outer = "%s --socket %s lock ctl/tty -- sh %s; echo fencectl=$?; read again; %s" % (
             self.cluster.fencectl_bin, self.socket, inner, self.write_cmd(after_file, "$again"))
         proc, master, drain = self.on_a_terminal(outer)
-
-        def file_or_drain(path):
-            drain()
-            return read_file(path)
-        pgid = int(fk_harness.wait_until(lambda: file_or_drain(pgid_file), 15, "CMD to start"))
+        pgid = int(fk_harness.wait_until(lambda: read_draining(drain, pgid_file), 15, "CMD to start"))
         self.assertNotEqual(pgid, proc.pid)
         self.assertEqual(os.tcgetpgrp(master), pgid, "CMD's group is not the foreground group")
         os.write(master, b"hello\n")
-        got = fk_harness.wait_until(lambda: file_or_drain(got_file), 5,
+        got = fk_harness.wait_until(lambda: read_draining(drain, got_file), 5,
                                     "CMD to read its line:\n" + drain())
         self.assertEqual(got, "hello\n")
         fk_harness.wait_until(lambda: "fencectl=" in drain(), 10, "fencectl to end")
         self.assertIn("fencectl=0", drain())
         os.write(master, b"world\n")
-        after = fk_harness.wait_until(lambda: file_or_drain(after_file), 5,
+        after = fk_harness.wait_until(lambda: read_draining(drain, after_file), 5,
                                       "the shell to read the terminal after fencectl:\n" + drain())
         self.assertEqual(after, "world\n")
         self.assertEqual(proc.wait(5), 0)
         self.wait_free("ctl/tty")
+
+    def test_the_terminal_comes_back_when_fencectl_is_killed(self):
+        ppid_file = self.path("supervisor.pid")
+        outer = "%s --socket %s lock ctl/tty-killed -- sh -c '%s; read line'; sleep 300" % (
+            self.cluster.fencectl_bin, self.socket, self.write_cmd(ppid_file, "$PPID"))
+        proc, master, output = self.on_a_terminal(outer)
+        supervisor = int(fk_harness.wait_until(lambda: read_draining(output, ppid_file),
+                                               15, "CMD to start"))
+        fencectl = parent_of(supervisor)
+        self.addCleanup(kill_quietly, supervisor, signal.SIGKILL)
+        self.assertNotEqual(os.tcgetpgrp(master), proc.pid)  # CMD's group has it
+        os.kill(fencectl, signal.SIGKILL)
+        # The supervisor gives it back to fencectl's group (the shell's: it does no job control).
+        fk_harness.wait_until(lambda: os.tcgetpgrp(master) == proc.pid, 5,
+                              "the shell's group to have the terminal again")
+        self.wait_free("ctl/tty-killed")
 
     def test_ctrl_z_stops_the_job_and_fg_gives_the_command_the_terminal_again(self):
         got_file = self.path("got")
@@ -488,7 +506,7 @@ class FencectlTest(FencectlCase):
         fk_harness.wait_until(lambda: "stopped=%d" % (128 + signal.SIGTSTP) in output(), 5,
                               "the shell to see its job stopped:\n" + output())
         os.write(master, b"hello\n")  # read once `fg` gave CMD's group the terminal again
-        got = fk_harness.wait_until(lambda: output() and read_file(got_file), 5,
+        got = fk_harness.wait_until(lambda: read_draining(output, got_file), 5,
                                     "CMD to read its line after fg:\n" + output())
         self.assertEqual(got, "hello\n")
         fk_harness.wait_until(lambda: "fencectl=" in output(), 10, "fencectl to end")
@@ -752,28 +770,32 @@ class FencectlZooKeeperFrozenTest(FencectlCase):
     SIDECAR_ARGS = ("--session-timeout", "4s")
 
     def test_fencectl_exits_in_bounded_time_when_zookeeper_is_frozen(self):
-        go = self.path("go")
-        run = self.spawn("lock", "ctl/zk-frozen", "--grace", "100ms", "--", "sh", "-c",
-                         "while [ ! -e %s ]; do sleep 0.02; done; exit 5" % go)
-        self.wait_held("ctl/zk-frozen", run)
         zk = list(self.cluster.zk_pids)
         self.assertTrue(zk)
-        for pid in zk:
-            self.addCleanup(kill_quietly, pid, signal.SIGCONT)
-            os.kill(pid, signal.SIGSTOP)
-        try:
-            ended_at = time.monotonic()
-            open(go, "w").close()  # CMD ends; the release's delete cannot reach ZooKeeper
-            status = run.wait(8)
-            elapsed = time.monotonic() - ended_at
-        finally:
-            for pid in zk:
-                kill_quietly(pid, signal.SIGCONT)
-        sys.stderr.write("[%s] fencectl exited %.3f s after CMD was told to end\n" %
-                         (self._testMethodName, elapsed))
-        self.assertEqual(status, 5, run.log())
-        self.assertLessEqual(elapsed, 1.6, run.log())
-        self.wait_free("ctl/zk-frozen")
+        sidecar = self.cluster.sidecars[0].proc.pid
+        for frozen in (zk, zk + [sidecar]):  # ZooKeeper; and the sidecar too, answering nothing
+            with self.subTest(frozen="zookeeper" + (" and sidecar" if sidecar in frozen else "")):
+                name = "ctl/zk-frozen-%d" % len(frozen)
+                go = self.path(name.replace("/", "-") + ".go")
+                run = self.spawn("lock", name, "--grace", "100ms", "--", "sh", "-c",
+                                 "while [ ! -e %s ]; do sleep 0.02; done; exit 5" % go)
+                self.wait_held(name, run)
+                for pid in frozen:
+                    self.addCleanup(kill_quietly, pid, signal.SIGCONT)
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    ended_at = time.monotonic()
+                    open(go, "w").close()  # CMD ends; the release's delete cannot reach ZooKeeper
+                    status = run.wait(8)
+                    elapsed = time.monotonic() - ended_at
+                finally:
+                    for pid in frozen:
+                        kill_quietly(pid, signal.SIGCONT)
+                sys.stderr.write("[%s] %s frozen: fencectl exited %.3f s after CMD was told to "
+                                 "end\n" % (self._testMethodName, name, elapsed))
+                self.assertEqual(status, 5, run.log())
+                self.assertLessEqual(elapsed, 1.6, run.log())
+                self.wait_free(name)
 
 
 if __name__ == "__main__":
