@@ -38,8 +38,11 @@ import fk_harness
 # fencectl's exit codes (see `fencectl --help`).
 EXIT_USAGE = 64
 EXIT_UNAVAILABLE = 69
+EXIT_INTERNAL = 70
 EXIT_NOT_ACQUIRED = 75
 EXIT_LEASE_LOST = 76
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
 
 
 def proc_stat(pid):
@@ -352,7 +355,7 @@ class FencectlTest(FencectlCase):
 
     # ---- nothing of CMD outlives fencectl -------------------------------------------------------
 
-    def start_tree(self, name, **spawn_args):
+    def start_tree(self, name):
         """fencectl lock NAME running a tree: `sh` (CMD, its group's leader) with a background
         `sleep` in its group, and a `sleep` that left with setsid and whose parent exited (an
         orphan, adopted by the supervisor). Returns (run, sh, in_group, escaped, supervisor)."""
@@ -361,7 +364,7 @@ class FencectlTest(FencectlCase):
         script = ("%s; sleep 300 & %s; setsid sh -c 'sleep 300 & %s' & wait" %
                   (self.write_cmd(files[0], "$$"), self.write_cmd(files[1], "$!"),
                    self.write_cmd(files[2], "$!")))
-        run = self.spawn("lock", name, "--", "sh", "-c", script, **spawn_args)
+        run = self.spawn("lock", name, "--", "sh", "-c", script)
         sh, in_group, escaped = (int(self.wait_file(f, run)) for f in files)
         for pid in (sh, in_group, escaped):
             self.addCleanup(kill_quietly, pid, signal.SIGKILL)
@@ -447,7 +450,7 @@ class FencectlTest(FencectlCase):
     def test_a_killed_supervisor_ends_fencectl_with_70_and_all_of_the_command(self):
         run, sh, in_group, escaped, supervisor = self.start_tree("ctl/supervisor-killed")
         os.kill(supervisor, signal.SIGKILL)
-        self.assertEqual(run.wait(5), 70, run.log())
+        self.assertEqual(run.wait(5), EXIT_INTERNAL, run.log())
         self.assertEqual([p for p in (sh, in_group, escaped) if alive(p)], [])
         self.wait_free("ctl/supervisor-killed")
 
@@ -462,7 +465,8 @@ class FencectlTest(FencectlCase):
         outer = "%s --socket %s lock ctl/tty -- sh %s; echo fencectl=$?; read again; %s" % (
             self.cluster.fencectl_bin, self.socket, inner, self.write_cmd(after_file, "$again"))
         proc, master, drain = self.on_a_terminal(outer)
-        pgid = int(fk_harness.wait_until(lambda: read_draining(drain, pgid_file), 15, "CMD to start"))
+        pgid = int(fk_harness.wait_until(lambda: read_draining(drain, pgid_file), 15,
+                                         "CMD to start"))
         self.assertNotEqual(pgid, proc.pid)
         self.assertEqual(os.tcgetpgrp(master), pgid, "CMD's group is not the foreground group")
         os.write(master, b"hello\n")
@@ -550,8 +554,9 @@ class FencectlTest(FencectlCase):
         not_executable = self.path("not-executable")
         with open(not_executable, "w") as f:
             f.write("#!/bin/sh\nexit 0\n")
-        for command, expected in (("no-such-command-fk", 127), (self.path("missing"), 127),
-                                  (not_executable, 126)):
+        for command, expected in (("no-such-command-fk", EXIT_NOT_FOUND),
+                                  (self.path("missing"), EXIT_NOT_FOUND),
+                                  (not_executable, EXIT_CANNOT_EXECUTE)):
             with self.subTest(command):
                 r = self.fencectl("lock", "ctl/cannot-run", "--", command, "arg")
                 self.assertEqual(r.returncode, expected, r.stdout + r.stderr)
