@@ -484,7 +484,7 @@ class FencectlTest(FencectlCase):
 
     def test_the_terminal_comes_back_when_fencectl_is_killed(self):
         ppid_file = self.path("supervisor.pid")
-        outer = "%s --socket %s lock ctl/tty-killed -- sh -c '%s; read line'; sleep 300" % (
+        outer = "%s --socket %s lock ctl/tty-killed -- sh -c '%s; read line'; exec sleep 300" % (
             self.cluster.fencectl_bin, self.socket, self.write_cmd(ppid_file, "$PPID"))
         proc, master, output = self.on_a_terminal(outer)
         supervisor = int(fk_harness.wait_until(lambda: read_draining(output, ppid_file),
