@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "boot_clock.h"
+#include "client_lib/src/client_internal.h"
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/loop/kj_loop.h"
 
@@ -166,6 +167,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   }
 
   bool connected() const { return connected_.load(); }
+  int connectionFd() const { return connectionFd_.load(); }
   bool onIoThread() const { return std::this_thread::get_id() == ioThread_; }
 
   // Runs `fn` (returning a Promise<Status> or a Status) on the I/O thread and waits for it.
@@ -231,6 +233,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
+  std::atomic<int> connectionFd_{-1};     // set while the connection is open
   std::mutex loopMutex_;                  // guards loop_ (set and reset on the I/O thread)
   std::unique_ptr<KjLoopExecutor> loop_;  // set while the I/O loop runs
 
@@ -266,6 +269,9 @@ void ClientImpl::run(std::promise<Status>& ready) {
       readySet = true;
       return;
     }
+    KJ_IF_MAYBE (fd, stream->getFd()) {
+      connectionFd_ = *fd;
+    }
     rpc = kj::heap<capnp::TwoPartyClient>(*stream);
     sidecar_ = rpc->bootstrap().castAs<ipc::Sidecar>();
     calls_ = std::make_unique<kj::TaskSet>(callErrors_);
@@ -293,6 +299,7 @@ void ClientImpl::run(std::promise<Status>& ready) {
     calls_.reset();  // breaks the promises of calls in flight: their callers return
     sidecar_ = nullptr;
     rpc = nullptr;
+    connectionFd_ = -1;
     stream = nullptr;
   } catch (const kj::Exception& e) {
     connected_ = false;
@@ -661,6 +668,7 @@ std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOpt
 Status Client::holder(const std::string& name, HolderInfo* out) { return impl_->holder(name, out); }
 Status Client::status(SidecarStatus* out) { return impl_->status(out); }
 bool Client::connected() const { return impl_->connected(); }
+int internal::connectionFd(const Client& client) { return client.impl_->connectionFd(); }
 
 std::string defaultSocketPath() {
   const char* env = std::getenv("FENCEKEEPER_SOCKET");

@@ -1,9 +1,11 @@
 """fencectl, the shell's way to fenced leases, against a real ZooKeeper and real sidecars
 (fk_harness): what CMD gets (FENCE_TOKEN, FENCE_LOCK, FENCE_TTL_MS), every exit code
-(CMD's own status, 128 + signal, 64, 69, 75, 76), the socket from $FENCEKEEPER_SOCKET, holder and
-status in JSON and for people, and exec mode under faults: a lost lease kills CMD's whole process
-group (also a grandchild behind `sh -c`), signals reach the group, --grace acts before the
-validity runs out.
+(CMD's own status, 128 + signal, 64, 69, 75, 76, 126, 127), the socket from $FENCEKEEPER_SOCKET,
+holder and status in JSON and for people, and exec mode under faults: a lost lease kills CMD's
+whole process group (also a grandchild behind `sh -c`), signals reach the group (then SIGCONT),
+--grace acts before the validity runs out, nothing of CMD outlives a SIGKILLed fencectl (nor does
+another holder get the lock first), CMD owns the terminal's foreground, a lost grant is queued for
+again, and fencectl exits within its bound when the sidecar or ZooKeeper is frozen.
 
 Run by ctest's python_client with Debian's interpreter, or alone (the standby of the frozen
 fencectl test is the Python package):
@@ -14,12 +16,19 @@ fencectl test is the Python package):
 PID 1 here may not reap orphans: a process counts as alive while /proc/PID/stat says it is not a
 zombie.
 """
+import fcntl
 import json
 import os
+import pty
+import re
+import select
 import signal
 import socket as socketlib
 import subprocess
+import sys
 import tempfile
+import termios
+import threading
 import time
 import unittest
 
@@ -29,8 +38,11 @@ import fk_harness
 # fencectl's exit codes (see `fencectl --help`).
 EXIT_USAGE = 64
 EXIT_UNAVAILABLE = 69
+EXIT_INTERNAL = 70
 EXIT_NOT_ACQUIRED = 75
 EXIT_LEASE_LOST = 76
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
 
 
 def proc_stat(pid):
@@ -42,6 +54,15 @@ def proc_stat(pid):
         return None
     fields = line[line.rfind(")") + 2:].split()  # after "pid (comm) "
     return fields[0], int(fields[2])
+
+
+def parent_of(pid):
+    """The parent's pid from /proc/PID/stat, or None when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def alive(pid):
@@ -84,6 +105,12 @@ def read_file(path):
         return None
 
 
+def read_draining(output, path):
+    """read_file(path), after draining a terminal's output (see on_a_terminal)."""
+    output()
+    return read_file(path)
+
+
 class Run:
     """A fencectl started in its own session, its stdout and stderr in one log file."""
 
@@ -106,7 +133,8 @@ class Run:
         self.proc.send_signal(sig)
 
 
-class FencectlTest(fk_harness.ClusterTestCase):
+class FencectlCase(fk_harness.ClusterTestCase):
+    """What fencectl's tests share (no tests of its own)."""
     # As fencectl's C++ tests had it: a 2 s session bounds every lease below the TTLs asked for.
     SIDECAR_ARGS = ("--session-timeout", "2s")
 
@@ -177,6 +205,8 @@ class FencectlTest(fk_harness.ClusterTestCase):
         """A shell snippet that writes `what` (shell words) to path atomically."""
         return 'printf "%%s\\n" %s > %s.tmp && mv %s.tmp %s' % (what, path, path, path)
 
+
+class FencectlTest(FencectlCase):
     # ---- exec mode under faults (formerly tests/integration/fencectl_test.cc) ----------------
 
     def test_frozen_fencectl_kills_the_whole_group_when_it_runs_again(self):
@@ -322,6 +352,271 @@ class FencectlTest(fk_harness.ClusterTestCase):
         run.signal(signal.SIGTERM)
         self.assertEqual(run.wait(5), 128 + signal.SIGTERM, run.log())
         self.wait_free("json")
+
+    # ---- nothing of CMD outlives fencectl -------------------------------------------------------
+
+    def start_tree(self, name):
+        """fencectl lock NAME running a tree: `sh` (CMD, its group's leader) with a background
+        `sleep` in its group, and a `sleep` that left with setsid and whose parent exited (an
+        orphan, adopted by the supervisor). Returns (run, sh, in_group, escaped, supervisor)."""
+        files = [self.path("%s-%s.pid" % (name.replace("/", "-"), what))
+                 for what in ("sh", "group", "escaped")]
+        script = ("%s; sleep 300 & %s; setsid sh -c 'sleep 300 & %s' & wait" %
+                  (self.write_cmd(files[0], "$$"), self.write_cmd(files[1], "$!"),
+                   self.write_cmd(files[2], "$!")))
+        run = self.spawn("lock", name, "--", "sh", "-c", script)
+        sh, in_group, escaped = (int(self.wait_file(f, run)) for f in files)
+        for pid in (sh, in_group, escaped):
+            self.addCleanup(kill_quietly, pid, signal.SIGKILL)
+        self.assertEqual(proc_stat(in_group)[1], sh)
+        self.assertNotEqual(proc_stat(escaped)[1], sh, "the setsid sleep is still in CMD's group")
+        supervisor = parent_of(sh)
+        self.assertEqual(parent_of(supervisor), run.pid)
+        fk_harness.wait_until(lambda: parent_of(escaped) == supervisor, 5,
+                              "the orphan to be adopted by the supervisor")
+        self.addCleanup(kill_quietly, supervisor, signal.SIGKILL)
+        return run, sh, in_group, escaped, supervisor
+
+    def test_fencectl_killed_by_sigkill_leaves_nothing_and_no_holder_before_that(self):
+        for how in ("pid", "process group"):
+            with self.subTest(how):
+                name = "ctl/kill9-" + how.replace(" ", "-")
+                run, sh, in_group, escaped, supervisor = self.start_tree(name)
+                token = self.wait_held(name, run)["token"]
+                granted = {}
+                with fencekeeper.Client(self.socket) as standby_client:
+                    def standby():
+                        lease = standby_client.acquire(name, wait=10, owner="standby")
+                        # What still lives of the first holder's CMD the moment this is granted.
+                        granted["alive"] = [p for p in (sh, in_group, escaped) if alive(p)]
+                        granted["token"] = lease.token
+                        lease.release()
+                    thread = threading.Thread(target=standby)
+                    thread.start()
+                    try:
+                        fk_harness.wait_until(lambda: self.holder(name)["waiters"] == 1, 10,
+                                              "the standby to queue")
+                        killed_at = time.monotonic()
+                        if how == "pid":
+                            os.kill(run.pid, signal.SIGKILL)
+                        else:
+                            os.killpg(run.pid, signal.SIGKILL)  # fencectl leads its session
+                        fk_harness.wait_until(
+                            lambda: not any(alive(p) for p in (sh, in_group, escaped)), 5,
+                            "everything CMD started to die", interval=0.005)
+                        elapsed = time.monotonic() - killed_at
+                        sys.stderr.write("[%s] CMD's tree dead %.3f s after fencectl's SIGKILL "
+                                         "(%s)\n" % (self._testMethodName, elapsed, how))
+                        self.assertLessEqual(elapsed, 0.2)
+                    finally:
+                        thread.join(15)
+                self.assertEqual(granted.get("alive"), [], granted)
+                self.assertGreater(granted["token"], token)
+                fk_harness.wait_until(lambda: not alive(supervisor), 5, "the supervisor to end")
+                self.assertEqual(run.wait(5), -signal.SIGKILL)
+
+    def test_what_the_command_leaves_outside_its_group_is_ended_before_the_release(self):
+        run, sh, in_group, escaped, supervisor = self.start_tree("ctl/leftover-setsid")
+        os.kill(sh, signal.SIGTERM)  # CMD ends; its background job and the setsid one live on
+        self.assertEqual(run.wait(10), 128 + signal.SIGTERM, run.log())
+        self.assertFalse(alive(in_group) or alive(escaped), "a process outlived the lease")
+        self.assertFalse(alive(supervisor))
+        self.wait_free("ctl/leftover-setsid")
+
+    def on_a_terminal(self, script):
+        """Runs `sh -c SCRIPT` as the session leader of a new pseudo-terminal; returns (proc,
+        master, output) where output() drains the terminal and returns all it printed."""
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+
+        def controlling_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        proc = subprocess.Popen(["sh", "-c", script], stdin=slave, stdout=slave, stderr=slave,
+                                preexec_fn=controlling_terminal)
+        os.close(slave)
+        self.addCleanup(fk_harness.stop_process, proc, 5)
+        printed = []
+
+        def output():  # drained, so that nobody blocks writing to the terminal
+            while select.select([master], [], [], 0)[0]:
+                try:
+                    printed.append(os.read(master, 4096))
+                except OSError:
+                    break
+            return b"".join(printed).decode(errors="replace")
+        return proc, master, output
+
+    def test_a_killed_supervisor_ends_fencectl_with_70_and_all_of_the_command(self):
+        run, sh, in_group, escaped, supervisor = self.start_tree("ctl/supervisor-killed")
+        os.kill(supervisor, signal.SIGKILL)
+        self.assertEqual(run.wait(5), EXIT_INTERNAL, run.log())
+        self.assertEqual([p for p in (sh, in_group, escaped) if alive(p)], [])
+        self.wait_free("ctl/supervisor-killed")
+
+    def test_on_a_terminal_the_command_reads_stdin_and_gets_the_terminal_back_after(self):
+        pgid_file, got_file, after_file = (self.path(n) for n in ("pgid", "got", "after"))
+        inner = self.path("inner.sh")
+        with open(inner, "w") as f:
+            f.write("cut -d' ' -f5 /proc/$$/stat > %s.tmp && mv %s.tmp %s\nread line\n%s\n" %
+                    (pgid_file, pgid_file, pgid_file, self.write_cmd(got_file, "$line")))
+        # A non-interactive sh does no job control: it reads the terminal after fencectl only if
+        # fencectl gave the foreground back to their group.
+        outer = "%s --socket %s lock ctl/tty -- sh %s; echo fencectl=$?; read again; %s" % (
+            self.cluster.fencectl_bin, self.socket, inner, self.write_cmd(after_file, "$again"))
+        proc, master, drain = self.on_a_terminal(outer)
+        pgid = int(fk_harness.wait_until(lambda: read_draining(drain, pgid_file), 15,
+                                         "CMD to start"))
+        self.assertNotEqual(pgid, proc.pid)
+        self.assertEqual(os.tcgetpgrp(master), pgid, "CMD's group is not the foreground group")
+        os.write(master, b"hello\n")
+        got = fk_harness.wait_until(lambda: read_draining(drain, got_file), 5,
+                                    "CMD to read its line:\n" + drain())
+        self.assertEqual(got, "hello\n")
+        fk_harness.wait_until(lambda: "fencectl=" in drain(), 10, "fencectl to end")
+        self.assertIn("fencectl=0", drain())
+        os.write(master, b"world\n")
+        after = fk_harness.wait_until(lambda: read_draining(drain, after_file), 5,
+                                      "the shell to read the terminal after fencectl:\n" + drain())
+        self.assertEqual(after, "world\n")
+        self.assertEqual(proc.wait(5), 0)
+        self.wait_free("ctl/tty")
+
+    def test_the_terminal_comes_back_when_fencectl_is_killed(self):
+        ppid_file = self.path("supervisor.pid")
+        outer = "%s --socket %s lock ctl/tty-killed -- sh -c '%s; read line'; exec sleep 300" % (
+            self.cluster.fencectl_bin, self.socket, self.write_cmd(ppid_file, "$PPID"))
+        proc, master, output = self.on_a_terminal(outer)
+        supervisor = int(fk_harness.wait_until(lambda: read_draining(output, ppid_file),
+                                               15, "CMD to start"))
+        fencectl = parent_of(supervisor)
+        self.addCleanup(kill_quietly, supervisor, signal.SIGKILL)
+        self.assertNotEqual(os.tcgetpgrp(master), proc.pid)  # CMD's group has it
+        os.kill(fencectl, signal.SIGKILL)
+        # The supervisor gives it back to fencectl's group (the shell's: it does no job control).
+        fk_harness.wait_until(lambda: os.tcgetpgrp(master) == proc.pid, 5,
+                              "the shell's group to have the terminal again")
+        self.wait_free("ctl/tty-killed")
+
+    def test_ctrl_z_stops_the_job_and_fg_gives_the_command_the_terminal_again(self):
+        got_file = self.path("got")
+        # A shell with job control (set -m): it sees fencectl stopped, and `fg` resumes it.
+        script = ("set -m; %s --socket %s lock ctl/ctrl-z -- sh -c 'echo reading; read line; %s';"
+                  " echo stopped=$?; fg; echo fencectl=$?" %
+                  (self.cluster.fencectl_bin, self.socket, self.write_cmd(got_file, "$line")))
+        proc, master, output = self.on_a_terminal(script)
+        fk_harness.wait_until(lambda: "reading" in output(), 15, "CMD to read the terminal")
+        os.write(master, b"\x1a")  # ^Z
+        fk_harness.wait_until(lambda: "stopped=%d" % (128 + signal.SIGTSTP) in output(), 5,
+                              "the shell to see its job stopped:\n" + output())
+        os.write(master, b"hello\n")  # read once `fg` gave CMD's group the terminal again
+        got = fk_harness.wait_until(lambda: read_draining(output, got_file), 5,
+                                    "CMD to read its line after fg:\n" + output())
+        self.assertEqual(got, "hello\n")
+        fk_harness.wait_until(lambda: "fencectl=" in output(), 10, "fencectl to end")
+        self.assertIn("fencectl=0", output())
+        self.assertEqual(proc.wait(5), 0)
+        self.wait_free("ctl/ctrl-z")
+
+    def test_forwarded_signals_are_followed_by_sigcont(self):
+        pid_file, marker = self.path("cmd.pid"), self.path("trapped")
+        run = self.spawn("lock", "ctl/sigcont", "--", "sh", "-c",
+                         "trap 'echo TERM > %s; exit 3' TERM; %s; while true; do sleep 0.05; done"
+                         % (marker, self.write_cmd(pid_file, "$$")))
+        sh = int(self.wait_file(pid_file, run))
+        os.kill(sh, signal.SIGSTOP)
+        fk_harness.wait_until(lambda: proc_stat(sh)[0] == "T", 5, "CMD to stop")
+        run.signal(signal.SIGTERM)  # a stopped CMD sees it only with the SIGCONT that follows
+        self.assertEqual(run.wait(5), 3, run.log())
+        self.assertTrue(os.path.exists(marker))
+        self.wait_free("ctl/sigcont")
+
+    def test_a_command_ignoring_sigterm_or_sigint_is_killed_after_grace(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(sig.name):
+                name = "ctl/ignores-" + sig.name
+                pid_file = self.path(sig.name + ".pid")
+                run = self.spawn("lock", name, "--grace", "400ms", "--", "sh", "-c",
+                                 "trap '' TERM INT; %s; while true; do sleep 0.05; done" %
+                                 self.write_cmd(pid_file, "$$"))
+                sh = int(self.wait_file(pid_file, run))
+                self.addCleanup(kill_quietly, sh, signal.SIGKILL)
+                signalled_at = time.monotonic()
+                run.signal(sig)
+                status = run.wait(6)
+                elapsed = time.monotonic() - signalled_at
+                self.assertEqual(status, 128 + signal.SIGKILL, run.log())
+                self.assertTrue(0.35 <= elapsed <= 1.9, "ended %.2f s after the signal" % elapsed)
+                self.assertFalse(alive(sh))
+                self.wait_free(name)
+
+    def test_a_command_that_cannot_run_exits_127_or_126(self):
+        not_executable = self.path("not-executable")
+        with open(not_executable, "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        for command, expected in (("no-such-command-fk", EXIT_NOT_FOUND),
+                                  (self.path("missing"), EXIT_NOT_FOUND),
+                                  (not_executable, EXIT_CANNOT_EXECUTE)):
+            with self.subTest(command):
+                r = self.fencectl("lock", "ctl/cannot-run", "--", command, "arg")
+                self.assertEqual(r.returncode, expected, r.stdout + r.stderr)
+                self.assertIn("fencectl: cannot run %s: " % command, r.stderr)
+                self.wait_free("ctl/cannot-run")
+
+    def test_help_lists_every_exit_code(self):
+        r = self.run_fencectl("--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        codes = r.stdout[r.stdout.index("Exit codes:"):]
+        self.assertIn("CMD's own exit status", codes)
+        self.assertIn("137", codes)  # CMD still running --grace after SIGTERM or SIGINT
+        for code in ("128+N", "64", "69", "70", "75", "76", "126", "127"):
+            self.assertRegex(codes, r"(?m)^\s+%s\s" % re.escape(code), codes)
+
+    def test_release_is_bounded_when_the_sidecar_is_frozen(self):
+        # A sidecar of its own, with an 8 s session: the validity outlasts the test's window.
+        sidecar = self.cluster.start_sidecar(session_timeout="8s")
+        go = self.path("go")
+        run = self.spawn("lock", "ctl/frozen-release", "--grace", "100ms", "--", "sh", "-c",
+                         "while [ ! -e %s ]; do sleep 0.02; done; exit 5" % go,
+                         socket=sidecar.socket)
+        self.addCleanup(kill_quietly, sidecar.proc.pid, signal.SIGCONT)
+        self.wait_held("ctl/frozen-release", run, socket=sidecar.socket)
+        sidecar.proc.send_signal(signal.SIGSTOP)  # no answer to the release, ever
+        try:
+            ended_at = time.monotonic()
+            open(go, "w").close()  # CMD ends on its own
+            status = run.wait(8)
+            elapsed = time.monotonic() - ended_at
+        finally:
+            sidecar.proc.send_signal(signal.SIGCONT)
+        sys.stderr.write("[%s] fencectl exited %.3f s after CMD was told to end\n" %
+                         (self._testMethodName, elapsed))
+        self.assertEqual(status, 5, run.log())  # CMD's own status
+        self.assertLessEqual(elapsed, 1.6, run.log())
+        self.assertIn("no answer within 1000 ms", run.log())
+        # The connection closed: the sidecar lets the lease go once it runs again.
+        self.wait_free("ctl/frozen-release", socket=sidecar.socket)
+
+    def test_a_grant_lost_before_the_command_starts_is_queued_for_again(self):
+        name = "ctl/lost-grant"
+        holder = self.spawn("lock", name, "--", "sleep", "300")
+        self.wait_held(name, holder)
+        token_file = self.path("token")
+        waiter = self.spawn("lock", name, "--ttl", "1s", "--wait", "30s", "--", "sh", "-c",
+                            self.write_cmd(token_file, "$FENCE_TOKEN"))
+        fk_harness.wait_until(lambda: self.holder(name)["waiters"] == 1, 10, "the waiter")
+        waiter.signal(signal.SIGSTOP)  # granted while stopped; its TTL runs out before it resumes
+        holder.signal(signal.SIGTERM)
+        self.assertEqual(holder.wait(5), 128 + signal.SIGTERM, holder.log())
+        lost = fk_harness.wait_until(
+            lambda: (lambda i: i if i["held"] and "pid %d" % waiter.pid in i["owner"] else None)(
+                self.holder(name)), 10, "the stopped waiter to be granted")
+        self.wait_free(name)  # its TTL ran out: the grant is gone
+        waiter.signal(signal.SIGCONT)
+        self.assertEqual(waiter.wait(15), 0, waiter.log())
+        self.assertGreater(int(read_file(token_file)), lost["token"])
+        self.assertNotIn("not below the validity granted", waiter.log())
+        self.wait_free(name)
 
     # ---- what the C++ tests did not cover ------------------------------------------------------
 
@@ -473,6 +768,39 @@ class FencectlTest(fk_harness.ClusterTestCase):
                 self.assertNotIn("lost", r.stderr)
                 # CMD's end, whatever its status, releases the lease.
                 self.wait_free("ctl/status")
+
+
+class FencectlZooKeeperFrozenTest(FencectlCase):
+    """ZooKeeper frozen under a holding fencectl (a ZooKeeper and sidecar of its own)."""
+    SIDECAR_ARGS = ("--session-timeout", "4s")
+
+    def test_fencectl_exits_in_bounded_time_when_zookeeper_is_frozen(self):
+        zk = list(self.cluster.zk_pids)
+        self.assertTrue(zk)
+        sidecar = self.cluster.sidecars[0].proc.pid
+        for frozen in (zk, zk + [sidecar]):  # ZooKeeper; and the sidecar too, answering nothing
+            with self.subTest(frozen="zookeeper" + (" and sidecar" if sidecar in frozen else "")):
+                name = "ctl/zk-frozen-%d" % len(frozen)
+                go = self.path(name.replace("/", "-") + ".go")
+                run = self.spawn("lock", name, "--grace", "100ms", "--", "sh", "-c",
+                                 "while [ ! -e %s ]; do sleep 0.02; done; exit 5" % go)
+                self.wait_held(name, run)
+                for pid in frozen:
+                    self.addCleanup(kill_quietly, pid, signal.SIGCONT)
+                    os.kill(pid, signal.SIGSTOP)
+                try:
+                    ended_at = time.monotonic()
+                    open(go, "w").close()  # CMD ends; the release's delete cannot reach ZooKeeper
+                    status = run.wait(8)
+                    elapsed = time.monotonic() - ended_at
+                finally:
+                    for pid in frozen:
+                        kill_quietly(pid, signal.SIGCONT)
+                sys.stderr.write("[%s] %s frozen: fencectl exited %.3f s after CMD was told to "
+                                 "end\n" % (self._testMethodName, name, elapsed))
+                self.assertEqual(status, 5, run.log())
+                self.assertLessEqual(elapsed, 1.6, run.log())
+                self.wait_free(name)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,11 @@ class Lease {
   std::shared_ptr<LeaseState> state_;
 };
 
+class Client;
+namespace internal {
+int connectionFd(const Client& client);  // client_lib/src/client_internal.h
+}  // namespace internal
+
 class Client {
  public:
   // Connects to the sidecar's socket. `*status` (if given) says why when it returns nullptr.
@@ -159,6 +164,7 @@ class Client {
   bool connected() const;
 
  private:
+  friend int internal::connectionFd(const Client& client);
   explicit Client(std::shared_ptr<ClientImpl> impl);
   std::shared_ptr<ClientImpl> impl_;  // shared with its leases' weak references
 };

@@ -1,0 +1,24 @@
+// `fencectl lock NAME ... -- CMD`: runs CMD under a fenced lease (exec mode).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fencekeeper/client.h"
+
+namespace fencekeeper {
+
+struct LockArgs {
+  std::string name;
+  Millis ttl{30'000};
+  Millis wait{0};
+  std::string owner;
+  std::optional<Millis> grace;
+  std::vector<std::string> command;
+};
+
+// Runs CMD under the lease; returns fencectl's exit code (see the usage text).
+int lockCommand(const std::string& socket, const LockArgs& args);
+
+}  // namespace fencekeeper

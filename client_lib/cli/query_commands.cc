@@ -1,0 +1,112 @@
+#include "client_lib/cli/query_commands.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "client_lib/cli/exit_codes.h"
+#include "client_lib/cli/sidecar_errors.h"
+#include "fencekeeper/client.h"
+
+namespace fencekeeper {
+namespace {
+
+std::string jsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string isoTime(int64_t unixMs) {
+  time_t secs = static_cast<time_t>(unixMs / 1000);
+  struct tm tm {};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(buf) + "." + std::to_string(1000 + unixMs % 1000).substr(1) + "Z";
+}
+
+}  // namespace
+
+int holderCommand(const std::string& socket, const std::string& name, bool json) {
+  auto client = connectOrReport(socket);
+  if (!client) return kExitUnavailable;
+  HolderInfo info;
+  Status s = client->holder(name, &info);
+  if (!s.ok()) {
+    std::fprintf(stderr, "fencectl: holder %s: %s\n", name.c_str(), s.message.c_str());
+    return exitCodeFor(s);
+  }
+  if (json) {
+    std::printf(
+        "{\"lock\":\"%s\",\"held\":%s,\"token\":%llu,\"owner\":\"%s\",\"sinceUnixMs\":%lld,"
+        "\"waiters\":%u,\"thisSidecar\":%s}\n",
+        jsonEscape(name).c_str(), info.held ? "true" : "false",
+        static_cast<unsigned long long>(info.token), jsonEscape(info.ownerLabel).c_str(),
+        static_cast<long long>(info.sinceUnixMs), info.waiters,
+        info.thisSidecar ? "true" : "false");
+  } else if (!info.held) {
+    std::printf("%s: not held\n", name.c_str());
+  } else {
+    std::printf("%s: held, token %llu, owner '%s', since %s, %u waiting%s\n", name.c_str(),
+                static_cast<unsigned long long>(info.token), info.ownerLabel.c_str(),
+                isoTime(info.sinceUnixMs).c_str(), info.waiters,
+                info.thisSidecar ? " (through this sidecar)" : "");
+  }
+  return 0;
+}
+
+int statusCommand(const std::string& socket, bool json) {
+  auto client = connectOrReport(socket);
+  if (!client) return kExitUnavailable;
+  SidecarStatus st;
+  Status s = client->status(&st);
+  if (!s.ok()) {
+    std::fprintf(stderr, "fencectl: status: %s\n", s.message.c_str());
+    return kExitUnavailable;
+  }
+  if (json) {
+    std::printf(
+        "{\"zkState\":\"%s\",\"sessionId\":\"%s\",\"sessionTimeoutMs\":%u,\"safeForMs\":%u,"
+        "\"leasesHeld\":%u,\"waiters\":%u,\"connections\":%u,\"uptimeMs\":%llu,"
+        "\"grantsTotal\":%llu,\"root\":\"%s\",\"leases\":[",
+        jsonEscape(st.zkState).c_str(), jsonEscape(st.sessionId).c_str(), st.sessionTimeoutMs,
+        st.safeForMs, st.leasesHeld, st.waiters, st.connections,
+        static_cast<unsigned long long>(st.uptimeMs),
+        static_cast<unsigned long long>(st.grantsTotal), jsonEscape(st.root).c_str());
+    for (size_t i = 0; i < st.leases.size(); ++i) {
+      auto& l = st.leases[i];
+      std::printf("%s{\"name\":\"%s\",\"token\":%llu,\"owner\":\"%s\",\"pid\":%d,\"validMs\":%u}",
+                  i ? "," : "", jsonEscape(l.name).c_str(),
+                  static_cast<unsigned long long>(l.token), jsonEscape(l.ownerLabel).c_str(),
+                  l.clientPid, l.validMs);
+    }
+    std::printf("]}\n");
+    return 0;
+  }
+  std::printf("zookeeper:   %s, session %s, timeout %u ms, vouched for %u ms\n", st.zkState.c_str(),
+              st.sessionId.c_str(), st.sessionTimeoutMs, st.safeForMs);
+  std::printf("root:        %s\n", st.root.c_str());
+  std::printf("leases held: %u, waiting: %u, connections: %u, grants since start: %llu\n",
+              st.leasesHeld, st.waiters, st.connections,
+              static_cast<unsigned long long>(st.grantsTotal));
+  std::printf("uptime:      %llu s\n", static_cast<unsigned long long>(st.uptimeMs / 1000));
+  for (auto& l : st.leases) {
+    std::printf("  %-30s token %-14llu owner '%s' pid %d valid %u ms\n", l.name.c_str(),
+                static_cast<unsigned long long>(l.token), l.ownerLabel.c_str(), l.clientPid,
+                l.validMs);
+  }
+  return 0;
+}
+
+}  // namespace fencekeeper
