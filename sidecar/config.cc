@@ -33,6 +33,10 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
                          that a parent exists and fails after the server reaps it)
   --default-ttl DUR      lease TTL when a client asks for 0 (default 30s)
   --max-ttl DUR          longest TTL a client may ask for (default 1h)
+  --max-pending-deletes N  lock node deletions kept for retry while ZooKeeper does not
+                         confirm them (default 1000); while that many are pending, acquire
+                         answers limitReached, and a delete beyond them is sent once and
+                         then left to the session's end (the lease ended all the same)
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --help                 this text
 
@@ -64,6 +68,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kPersistentParents,
     kDefaultTtl,
     kMaxTtl,
+    kMaxPendingDeletes,
     kSocketWorld,
     kLogLevel,
     kHelp,
@@ -78,6 +83,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"persistent-parents", no_argument, nullptr, kPersistentParents},
       {"default-ttl", required_argument, nullptr, kDefaultTtl},
       {"max-ttl", required_argument, nullptr, kMaxTtl},
+      {"max-pending-deletes", required_argument, nullptr, kMaxPendingDeletes},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
       {"help", no_argument, nullptr, kHelp},
@@ -128,6 +134,15 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMaxTtl:
         if (!duration(c.maxTtl)) return badDuration();
         break;
+      case kMaxPendingDeletes: {
+        char* end = nullptr;
+        unsigned long n = std::strtoul(optarg, &end, 10);
+        if (!*optarg || *end || n == 0 || n > 1'000'000) {
+          return bad(std::string("bad --max-pending-deletes '") + optarg + "' (1 to 1000000)");
+        }
+        c.maxPendingDeletes = n;
+        break;
+      }
       case kSocketWorld:
         c.socketWorldAccessible = true;
         break;

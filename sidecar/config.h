@@ -18,6 +18,7 @@ struct SidecarConfig {
   bool persistentParents = false;
   Millis defaultTtl{30'000};
   Millis maxTtl{3'600'000};
+  size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
 };

@@ -62,6 +62,7 @@ int run(const SidecarConfig& config) {
   engineConfig.persistentParents = config.persistentParents;
   engineConfig.defaultTtl = config.defaultTtl;
   engineConfig.maxTtl = config.maxTtl;
+  engineConfig.maxPendingDeletes = config.maxPendingDeletes;
   engineConfig.instanceId = randomInstanceId();
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig);
 

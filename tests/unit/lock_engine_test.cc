@@ -8,6 +8,7 @@
 
 #include "sidecar/engine/lock_name.h"
 #include "sidecar/zk/fake_zk.h"
+#include "sidecar/zk/faulty_zk_client.h"
 #include "tests/support/manual_executor.h"
 
 namespace fencekeeper::engine {
@@ -15,17 +16,19 @@ namespace {
 
 using zk::FakeZkClient;
 using zk::FakeZkServer;
+using zk::FaultyZkClient;
 
-// One sidecar: its own session on the shared fake server, its own engine.
+// One sidecar: its own session on the shared fake server, faults injected around it, its engine.
 struct Sidecar {
   Sidecar(FakeZkServer& server, testing::ManualExecutor& ex, ManualTimer& timer, std::string id)
-      : zk(server, ex), engine(zk, timer, config(std::move(id))) {}
+      : zk(server, ex), faults(zk, ex, timer), engine(faults, timer, config(std::move(id))) {}
   static EngineConfig config(std::string id) {
     EngineConfig c;
     c.instanceId = std::move(id);
     return c;
   }
   FakeZkClient zk;
+  FaultyZkClient faults;
   LockEngine engine;
 };
 
@@ -61,10 +64,12 @@ class LockEngineTest : public ::testing::Test {
     return p;
   }
   void release(Sidecar& s, Pending& p) {
-    std::optional<LeaseError> result;
-    s.engine.release(p.outcome->id, [&](LeaseError e) { result = e; });
+    std::optional<ReleaseOutcome> result;
+    s.engine.release(p.outcome->id, [&](ReleaseOutcome o) { result = o; });
     settle();
-    ASSERT_EQ(result, LeaseError::kOk);
+    ASSERT_TRUE(result);
+    ASSERT_EQ(result->error, LeaseError::kOk);
+    EXPECT_TRUE(result->confirmed);
     s.engine.withdraw(p.outcome->id);
     settle();
   }
@@ -156,7 +161,7 @@ TEST_F(LockEngineTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
   server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
   server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
   server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
-  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
+  a.faults.failNextCreateAfterApply(zk::Code::kConnectionLoss);
   auto p = acquire(a, "x");
   EXPECT_FALSE(p->outcome);
   EXPECT_EQ(queue("x").size(), 1u);  // applied, answer lost
@@ -171,7 +176,7 @@ TEST_F(LockEngineTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
 }
 
 TEST_F(LockEngineTest, AmbiguousCreateThatWasNotAppliedIsCreatedOnce) {
-  server.failNextCreateBeforeApply(zk::Code::kOperationTimeout);
+  a.faults.failNextCreateBeforeApply(zk::Code::kOperationTimeout);
   auto p = acquire(a, "x");
   timer.advance(Millis(100));
   settle();
@@ -182,7 +187,7 @@ TEST_F(LockEngineTest, AmbiguousCreateThatWasNotAppliedIsCreatedOnce) {
 TEST_F(LockEngineTest, WithdrawDuringAmbiguousCreateLeavesNoOrphan) {
   acquire(a, "warmup");
   auto holder = acquire(b, "x");
-  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
+  a.faults.failNextCreateAfterApply(zk::Code::kConnectionLoss);
   AcquireSpec spec;
   spec.name = "x";
   spec.wait = Millis(10000);
@@ -205,20 +210,20 @@ TEST_F(LockEngineTest, TimeoutDuringAmbiguousCreateRecoveryLeavesNoOrphan) {
   server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
   server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
   server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
-  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
+  a.faults.failNextCreateAfterApply(zk::Code::kConnectionLoss);
   AcquireSpec spec;
   spec.name = "x";
   spec.wait = Millis(500);
   std::optional<AcquireOutcome> outcome;
   a.engine.acquire(spec, [&](AcquireOutcome o) { outcome = o; });
-  server.setDisconnected(a.zk, true);  // recovery cannot run...
+  a.faults.disconnect();  // recovery cannot run...
   settle();
   timer.advance(Millis(500));  // ...before the wait runs out
   settle();
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->error, LeaseError::kZkUnavailable);
   EXPECT_EQ(queue("x").size(), 1u);  // the applied node, still there
-  server.setDisconnected(a.zk, false);
+  a.faults.reconnect();
   settle();
   timer.advance(Millis(100));
   settle();
@@ -229,9 +234,9 @@ TEST_F(LockEngineTest, TimeoutDuringAmbiguousCreateRecoveryLeavesNoOrphan) {
 // Regression: the watch on a held lease's own node is armed again after a reconnect.
 TEST_F(LockEngineTest, NodeDeletedAfterAReconnectIsNoticed) {
   auto holder = acquire(a, "x");
-  server.setDisconnected(a.zk, true);
+  a.faults.disconnect();
   settle();
-  server.setDisconnected(a.zk, false);
+  a.faults.reconnect();
   settle();
   server.removeExternally(server.childrenOf("/fencekeeper/locks/x").size() == 1
                               ? "/fencekeeper/locks/x/" + queue("x")[0]
@@ -338,7 +343,7 @@ TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
 TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
   auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
   auto standby = acquire(b, "x");
-  server.setDisconnected(a.zk, true);
+  a.faults.disconnect();
   settle();
   for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
     timer.advance(Millis(100));
@@ -349,7 +354,7 @@ TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
   EXPECT_EQ(a.engine.renew(holder->outcome->id, Millis(0)).error, LeaseError::kLost);
   EXPECT_EQ(queue("x").size(), 2u);  // the node lives on while cut off...
   EXPECT_FALSE(standby->outcome);
-  server.setDisconnected(a.zk, false);
+  a.faults.reconnect();
   settle();
   timer.advance(Millis(100));  // the deletion's retry
   settle();
@@ -361,7 +366,7 @@ TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
 TEST_F(LockEngineTest, NoGrantWhileTheSessionCannotBeVouchedFor) {
   auto holder = acquire(b, "x");
   auto waiter = acquire(a, "x");
-  server.setDisconnected(a.zk, true);
+  a.faults.disconnect();
   settle();
   for (int i = 0; i < 40; ++i) {  // a's vouching runs out; b keeps its heartbeats answered
     timer.advance(Millis(100));
@@ -369,12 +374,12 @@ TEST_F(LockEngineTest, NoGrantWhileTheSessionCannotBeVouchedFor) {
   }
   EXPECT_EQ(a.engine.safeFor(), Millis(0));
   EXPECT_GT(b.engine.safeFor(), Millis(0));
-  server.setDisconnected(a.zk, false);
+  a.faults.reconnect();
   // b releases while a has reconnected but has not yet had its heartbeats answered.
-  std::optional<LeaseError> released;
-  b.engine.release(holder->outcome->id, [&](LeaseError e) { released = e; });
+  std::optional<ReleaseOutcome> released;
+  b.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { released = o; });
   settle();
-  ASSERT_EQ(released, LeaseError::kOk);
+  ASSERT_TRUE(released && released->error == LeaseError::kOk);
   ASSERT_TRUE(waiter->granted());  // granted only after the guard's heartbeats came back
   EXPECT_GT(a.engine.safeFor(), Millis(0));
 }
@@ -382,7 +387,7 @@ TEST_F(LockEngineTest, NoGrantWhileTheSessionCannotBeVouchedFor) {
 TEST_F(LockEngineTest, ReadsAnsweredWithoutTheLeaderAreNotEnoughToGrant) {
   auto holder = acquire(b, "x");
   auto waiter = acquire(a, "x");
-  server.setSyncStalled(a.zk, true);  // a's follower answers reads; its leader is frozen
+  a.faults.stall(FaultyZkClient::kSync);  // a's follower answers reads; its leader is frozen
   for (int i = 0; i < 40; ++i) {
     timer.advance(Millis(100));
     settle();
@@ -391,14 +396,14 @@ TEST_F(LockEngineTest, ReadsAnsweredWithoutTheLeaderAreNotEnoughToGrant) {
   release(b, *holder);  // a's waiter is now the lowest node, and a can read that...
   EXPECT_EQ(queue("x").size(), 1u);
   EXPECT_FALSE(waiter->outcome) << "...but must not be granted";
-  server.setSyncStalled(a.zk, false);
+  a.faults.unstall();
   settle();
   ASSERT_TRUE(waiter->granted());
 }
 
 TEST_F(LockEngineTest, HeldLeaseIsLostWhenOnlyTheLeaderIsUnreachable) {
   auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
-  server.setSyncStalled(a.zk, true);
+  a.faults.stall(FaultyZkClient::kSync);
   for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
     timer.advance(Millis(100));
     settle();
@@ -409,7 +414,7 @@ TEST_F(LockEngineTest, HeldLeaseIsLostWhenOnlyTheLeaderIsUnreachable) {
 }
 
 TEST_F(LockEngineTest, TryOnceWithZooKeeperOutOfReachFailsAtOnce) {
-  server.setDisconnected(a.zk, true);
+  a.faults.disconnect();
   for (int i = 0; i < 40; ++i) {
     timer.advance(Millis(100));
     settle();
@@ -486,6 +491,162 @@ TEST_F(LockEngineTest, ShutdownTellsHoldersAndDeletesEverything) {
   EXPECT_EQ(waiting->outcome->error, LeaseError::kShuttingDown);
   EXPECT_EQ(queue("y").size(), 1u);  // b's lease only
   EXPECT_EQ(acquire(a, "z")->outcome->error, LeaseError::kShuttingDown);
+}
+
+}  // namespace
+}  // namespace fencekeeper::engine
+
+namespace fencekeeper::engine {
+namespace {
+
+// Release and the deletes ZooKeeper leaves unanswered: a stalled or dropped answer never holds
+// the caller, and the node goes once ZooKeeper answers again.
+class PendingDeleteTest : public LockEngineTest {};
+
+TEST_F(PendingDeleteTest, ReleaseAnswersUnconfirmedWhenZooKeeperDoesNotAnswer) {
+  auto holder = acquire(a, "x");
+  auto waiter = acquire(b, "x");
+  a.faults.stall(
+      FaultyZkClient::kRemove);  // a frozen server: the delete is neither applied nor answered
+  std::optional<ReleaseOutcome> result;
+  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
+  settle();
+  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kNotHeld)
+      << "still valid after release was called";
+  timer.advance(Millis(99));
+  settle();
+  EXPECT_FALSE(result) << "answered before the bound with nothing confirmed";
+  timer.advance(Millis(1));
+  settle();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->error, LeaseError::kOk);
+  EXPECT_FALSE(result->confirmed);
+  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
+  EXPECT_EQ(queue("x").size(), 2u);
+  EXPECT_FALSE(waiter->outcome);
+  a.faults.unstall();
+  settle();
+  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
+  EXPECT_TRUE(waiter->granted());
+}
+
+TEST_F(PendingDeleteTest, ReleaseSaysConfirmedWhenTheAnswerComesWithinTheBound) {
+  auto holder = acquire(a, "x");
+  a.faults.setLatency(Millis(60));
+  std::optional<ReleaseOutcome> result;
+  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
+  settle();
+  EXPECT_FALSE(result);
+  timer.advance(Millis(60));
+  settle();
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->confirmed);
+  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
+}
+
+TEST_F(PendingDeleteTest, DroppedDeleteIsSentAgainAfterTheReconnect) {
+  auto holder = acquire(a, "x");
+  auto waiter = acquire(b, "x");
+  a.faults.stall(FaultyZkClient::kRemove);
+  std::optional<ReleaseOutcome> result;
+  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
+  settle();
+  a.faults.disconnect();  // the delete in flight fails with connection loss
+  settle();
+  timer.advance(Millis(100));
+  settle();
+  ASSERT_TRUE(result);
+  EXPECT_FALSE(result->confirmed);
+  for (int i = 0; i < 5; ++i) {  // retries wait for the reconnect
+    timer.advance(Millis(100));
+    settle();
+  }
+  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
+  EXPECT_EQ(queue("x").size(), 2u);
+  a.faults.unstall();
+  a.faults.reconnect();
+  settle();
+  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
+  EXPECT_EQ(queue("x").size(), 1u);
+  EXPECT_TRUE(waiter->granted());
+}
+
+TEST_F(PendingDeleteTest, WithdrawnLeasesDeleteIsQueuedTheSameWay) {
+  auto holder = acquire(a, "x");
+  a.faults.disconnect();
+  settle();
+  a.engine.withdraw(holder->outcome->id);  // the connection to the holder closed
+  settle();
+  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
+  EXPECT_EQ(a.engine.status().held, 0u);
+  a.faults.reconnect();
+  settle();
+  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
+  EXPECT_TRUE(queue("x").empty());
+}
+
+TEST_F(PendingDeleteTest, SessionExpiryEmptiesTheQueue) {
+  auto holder = acquire(a, "x");
+  a.faults.disconnect();
+  settle();
+  std::optional<ReleaseOutcome> result;
+  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
+  timer.advance(Millis(100));
+  settle();
+  ASSERT_TRUE(result);
+  EXPECT_FALSE(result->confirmed);
+  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
+  server.expireSession(a.zk);  // the node goes with the session
+  a.faults.reconnect();
+  settle();
+  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
+  EXPECT_EQ(a.engine.status().droppedDeletes, 0u);
+  EXPECT_TRUE(queue("x").empty());
+}
+
+TEST_F(PendingDeleteTest, AtTheBoundAcquireIsRefusedAndTheExtraDeleteIsLeftToTheSweep) {
+  EngineConfig config = Sidecar::config("cccc");
+  config.maxPendingDeletes = 1;
+  FakeZkClient zk(server, ex);
+  FaultyZkClient faults(zk, ex, timer);
+  LockEngine engine(faults, timer, config);
+  std::vector<LeaseId> ids;
+  for (const char* name : {"x", "y"}) {
+    AcquireSpec spec;
+    spec.name = name;
+    spec.wait = Millis(1000);
+    engine.acquire(spec, [&ids](AcquireOutcome o) { ids.push_back(o.id); });
+    settle();
+  }
+  ASSERT_EQ(ids.size(), 2u);
+  faults.disconnect();
+  settle();
+  for (LeaseId id : ids) engine.withdraw(id);
+  settle();
+  EXPECT_EQ(engine.status().pendingDeletes, 1u);
+  EXPECT_EQ(engine.status().droppedDeletes, 1u);
+  AcquireSpec spec;
+  spec.name = "z";
+  spec.wait = Millis(1000);
+  std::optional<AcquireOutcome> refused;
+  engine.acquire(spec, [&](AcquireOutcome o) { refused = o; });
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->error, LeaseError::kLimitReached);
+  faults.reconnect();
+  settle();
+  EXPECT_EQ(engine.status().pendingDeletes, 0u);
+  EXPECT_EQ(queue("x").size() + queue("y").size(), 1u) << "one node left for the sweep";
+  // The next request of this sidecar on that lock sweeps it away.
+  for (const char* name : {"x", "y"}) {
+    AcquireSpec again;
+    again.name = name;
+    again.wait = Millis(1000);
+    std::optional<AcquireOutcome> o;
+    engine.acquire(again, [&](AcquireOutcome got) { o = got; });
+    settle();
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->error, LeaseError::kOk);
+  }
 }
 
 }  // namespace
