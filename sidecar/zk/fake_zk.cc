@@ -29,14 +29,14 @@ void FakeZkClient::setState(SessionState state) {
 
 void FakeZkClient::create(const std::string& path, const std::string& data, CreateMode mode,
                           CreateCallback done) {
-  CreateResult result{Code::kSessionExpired, {}, {}};
-  if (!expired()) result = server_.doCreate(session_, path, data, mode);
+  CreateResult result{failure(), {}, {}};
+  if (connected()) result = server_.doCreate(session_, path, data, mode);
   post([done = std::move(done), result = std::move(result)] { done(result); });
 }
 
 void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
-  ChildrenResult result{Code::kSessionExpired, {}};
-  if (!expired()) {
+  ChildrenResult result{failure(), {}};
+  if (connected()) {
     result.code = server_.exists(path) ? Code::kOk : Code::kNoNode;
     result.children = server_.childrenOf(path);
   }
@@ -44,8 +44,8 @@ void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
 }
 
 void FakeZkClient::get(const std::string& path, GetCallback done) {
-  GetResult result{Code::kSessionExpired, {}, {}};
-  if (!expired()) {
+  GetResult result{failure(), {}, {}};
+  if (connected()) {
     auto it = server_.nodes_.find(path);
     if (it == server_.nodes_.end()) {
       result.code = Code::kNoNode;
@@ -57,19 +57,19 @@ void FakeZkClient::get(const std::string& path, GetCallback done) {
 }
 
 void FakeZkClient::getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) {
-  if (!expired() && server_.exists(path)) {
+  if (connected() && server_.exists(path)) {
     server_.watches_.emplace(path, FakeZkServer::Watch{this, std::move(onChange)});
   }
   get(path, std::move(done));
 }
 
 void FakeZkClient::remove(const std::string& path, CodeCallback done) {
-  Code code = expired() ? Code::kSessionExpired : server_.doRemove(path);
+  Code code = connected() ? server_.doRemove(path) : failure();
   post([done = std::move(done), code] { done(code); });
 }
 
 void FakeZkClient::sync(const std::string&, CodeCallback done) {
-  Code code = expired() ? Code::kSessionExpired : Code::kOk;
+  Code code = connected() ? Code::kOk : failure();
   post([done = std::move(done), code] { done(code); });
 }
 
@@ -96,13 +96,17 @@ void FakeZkServer::closeSession(int64_t session) {
 
 void FakeZkServer::expireSession(FakeZkClient& client) {
   closeSession(client.session_);
-  client.setState(SessionState::kExpired);
-  // The real client opens a new session only once it has seen the expiry.
+  // As a real server ends a session: it closes the connection, the client's next connect is told
+  // the session expired, and only then does the client open a new one.
+  client.setState(SessionState::kConnecting);
   client.post([this, &client] {
-    client.state_ = SessionState::kConnecting;  // (not told, as by the real client)
+    client.setState(SessionState::kExpired);
     client.post([this, &client] {
-      client.session_ = openSession(&client);
-      client.setState(SessionState::kConnected);
+      client.state_ = SessionState::kConnecting;  // (not told, as by the real client)
+      client.post([this, &client] {
+        client.session_ = openSession(&client);
+        client.setState(SessionState::kConnected);
+      });
     });
   });
 }

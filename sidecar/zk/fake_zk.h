@@ -39,7 +39,11 @@ class FakeZkClient final : public Client {
   friend class FakeZkServer;
   void post(std::function<void()> fn);
   void setState(SessionState state);
-  bool expired() const { return state_ == SessionState::kExpired; }
+  bool connected() const { return state_ == SessionState::kConnected; }
+  // What a request fails with while not connected.
+  Code failure() const {
+    return state_ == SessionState::kExpired ? Code::kSessionExpired : Code::kConnectionLoss;
+  }
 
   FakeZkServer& server_;
   Executor& executor_;
@@ -51,9 +55,10 @@ class FakeZkClient final : public Client {
 
 class FakeZkServer {
  public:
-  // Ends a session: its ephemerals vanish, its watches are dropped; its client sees kExpired
-  // (requests fail with kSessionExpired meanwhile), then, at its next turn of the executor,
-  // kConnecting and kConnected with a new session, as the real client re-initialises itself.
+  // Ends a session: its ephemerals vanish, its watches are dropped; its client sees kConnecting
+  // (the server closed the connection), then on later turns of the executor kExpired and
+  // kConnected with a new session, as the real client re-initialises itself. Requests fail
+  // meanwhile with kConnectionLoss, then kSessionExpired.
   void expireSession(FakeZkClient& client);
   // Deletes a node as another client would (fires watches).
   void removeExternally(const std::string& path);

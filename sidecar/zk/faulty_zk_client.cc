@@ -4,8 +4,13 @@
 
 namespace fencekeeper::zk {
 
-FaultyZkClient::FaultyZkClient(Client& inner, Executor& executor, Timer& timer)
-    : inner_(inner), executor_(executor), timer_(timer), told_(inner.sessionState()) {
+FaultyZkClient::FaultyZkClient(Client& inner, Executor& executor, Timer& timer,
+                               std::function<void()> expireSession)
+    : inner_(inner),
+      executor_(executor),
+      timer_(timer),
+      expireSession_(std::move(expireSession)),
+      told_(inner.sessionState()) {
   inner_.setSessionListener([this](SessionState state) {
     if (disconnected_) return missedStates_.push_back(state);
     told_ = state;
@@ -15,6 +20,7 @@ FaultyZkClient::FaultyZkClient(Client& inner, Executor& executor, Timer& timer)
 
 FaultyZkClient::~FaultyZkClient() {
   *alive_ = false;
+  timer_.cancel(expiryTimer_);
   inner_.setSessionListener(nullptr);
 }
 
@@ -74,11 +80,19 @@ void FaultyZkClient::disconnect() {
   inFlight_.clear();
   for (auto& [call, fail] : cut) post(std::move(fail));
   tell(SessionState::kConnecting);
+  if (!expireSession_) return;
+  // The server hears nothing from this session any more: it ends it after the timeout.
+  expiryTimer_ = timer_.schedule(timer_.now() + Millis(inner_.negotiatedTimeoutMs()), [this] {
+    expiryTimer_ = 0;
+    expireSession_();
+  });
 }
 
 void FaultyZkClient::reconnect() {
   if (!disconnected_) return;
   disconnected_ = false;
+  timer_.cancel(expiryTimer_);
+  expiryTimer_ = 0;
   for (SessionState state : std::exchange(missedStates_, {})) tell(state);
   tell(inner_.sessionState());
   for (auto& fire : std::exchange(missedWatches_, {})) post(std::move(fire));

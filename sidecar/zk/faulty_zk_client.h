@@ -3,7 +3,9 @@
 // a frozen server neither applies nor answers (stall), a lost connection (every request in flight
 // fails with kConnectionLoss, and so does every new one, until reconnect()), and ambiguous creates
 // (applied but answered with a lost connection, or not applied). The wrapped client's session goes
-// on meanwhile; it ends only the way sessions end (FakeZkServer::expireSession, or for real).
+// on meanwhile, unless a disconnect outlasts the session timeout: then the server ends it, by the
+// `expireSession` given (FakeZkServer::expireSession, or a real expiry on a real server), and the
+// client learns of it when it reconnects.
 //
 // Runs on the loop thread, like the client it wraps; its own answers are posted to `executor`
 // (never inline), late ones scheduled on `timer`. Destroy it before the wrapped client.
@@ -35,7 +37,8 @@ class FaultyZkClient final : public Client {
     kAllOps = 31,
   };
 
-  FaultyZkClient(Client& inner, Executor& executor, Timer& timer);
+  FaultyZkClient(Client& inner, Executor& executor, Timer& timer,
+                 std::function<void()> expireSession = nullptr);
   ~FaultyZkClient() override;
 
   // Every answer arrives `latency` after the wrapped client gave it.
@@ -88,6 +91,8 @@ class FaultyZkClient final : public Client {
   Client& inner_;
   Executor& executor_;
   Timer& timer_;
+  std::function<void()> expireSession_;
+  uint64_t expiryTimer_ = 0;
   Millis latency_{0};
   unsigned stalledOps_ = 0;
   bool disconnected_ = false;
