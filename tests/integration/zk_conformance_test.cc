@@ -64,14 +64,7 @@ bool expiredThenConnected(const std::vector<SessionState>& seen) {
   return n >= 2 && seen[n - 2] == SessionState::kExpired && seen[n - 1] == SessionState::kConnected;
 }
 
-struct BackendNames {
-  template <typename T>
-  static std::string GetName(int) {
-    return T::kName;
-  }
-};
-using Backends = ::testing::Types<FakeBackend, RealBackend>;
-TYPED_TEST_SUITE(ZkConformanceTest, Backends, BackendNames);
+TYPED_TEST_SUITE(ZkConformanceTest, testing::ZkBackends, testing::ZkBackendNames);
 
 TYPED_TEST(ZkConformanceTest, NewClientIsConnectedWithASessionAndATimeout) {
   EXPECT_EQ(this->client->sessionState(), SessionState::kConnected);

@@ -5,6 +5,8 @@
 // Every test gets a fresh base path (base()) so tests on one shared server do not meet.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -121,6 +123,15 @@ class RealBackend {
   BootTimer timer_;
   zhandle_t* other_ = nullptr;  // the other session
   std::string base_;
+};
+
+// For TYPED_TEST_SUITE(Suite, ZkBackends, ZkBackendNames): tests named .../Fake and .../Real.
+using ZkBackends = ::testing::Types<FakeBackend, RealBackend>;
+struct ZkBackendNames {
+  template <typename T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
 };
 
 }  // namespace fencekeeper::testing

@@ -1,5 +1,7 @@
-// The lock engine against the in-memory ZooKeeper: ordering, predecessor watches, ambiguous
-// creates, release, TTL and session loss, all with time driven by a manual timer.
+// The lock engine against the in-memory ZooKeeper: ordering, predecessor watches, orphans,
+// release, TTL and shutdown, all with time driven by a manual timer. The fault scenarios (lost
+// connections, frozen servers, expiry, ambiguous creates) are in tests/fault/engine_fault_test.cc,
+// run on the fake and on a real server.
 #include "sidecar/engine/lock_engine.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +10,7 @@
 
 #include "sidecar/engine/lock_name.h"
 #include "sidecar/zk/fake_zk.h"
-#include "sidecar/zk/faulty_zk_client.h"
+#include "tests/support/engine_request.h"
 #include "tests/support/manual_executor.h"
 
 namespace fencekeeper::engine {
@@ -16,28 +18,21 @@ namespace {
 
 using zk::FakeZkClient;
 using zk::FakeZkServer;
-using zk::FaultyZkClient;
 
-// One sidecar: its own session on the shared fake server, faults injected around it, its engine.
+// One sidecar: its own session on the shared fake server, its own engine.
 struct Sidecar {
   Sidecar(FakeZkServer& server, testing::ManualExecutor& ex, ManualTimer& timer, std::string id)
-      : zk(server, ex), faults(zk, ex, timer), engine(faults, timer, config(std::move(id))) {}
+      : zk(server, ex), engine(zk, timer, config(std::move(id))) {}
   static EngineConfig config(std::string id) {
     EngineConfig c;
     c.instanceId = std::move(id);
     return c;
   }
   FakeZkClient zk;
-  FaultyZkClient faults;
   LockEngine engine;
 };
 
-// The outcome of one acquire, filled in when the engine answers.
-struct Pending {
-  std::optional<AcquireOutcome> outcome;
-  std::vector<LossReason> losses;
-  bool granted() const { return outcome && outcome->error == LeaseError::kOk; }
-};
+using Pending = testing::EngineRequest;
 
 class LockEngineTest : public ::testing::Test {
  protected:
@@ -47,19 +42,7 @@ class LockEngineTest : public ::testing::Test {
   }
   std::unique_ptr<Pending> acquire(Sidecar& s, const std::string& name, Millis wait = Millis(60000),
                                    Millis ttl = Millis(10000)) {
-    auto p = std::make_unique<Pending>();
-    AcquireSpec spec;
-    spec.name = name;
-    spec.ownerLabel = "worker";
-    spec.client = "test";
-    spec.ttl = ttl;
-    spec.wait = wait;
-    Pending* raw = p.get();
-    spec.onLost = [raw](uint64_t, LossReason reason, std::function<void()> told) {
-      raw->losses.push_back(reason);
-      told();
-    };
-    s.engine.acquire(std::move(spec), [raw](AcquireOutcome o) { raw->outcome = o; });
+    auto p = testing::startRequest(s.engine, name, wait, ttl);
     settle();
     return p;
   }
@@ -157,96 +140,6 @@ TEST_F(LockEngineTest, WaitTimeoutDeletesTheWaitersNode) {
   EXPECT_EQ(queue("x").size(), 1u);
 }
 
-TEST_F(LockEngineTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
-  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
-  a.faults.failNextCreateAfterApply(zk::Code::kConnectionLoss);
-  auto p = acquire(a, "x");
-  EXPECT_FALSE(p->outcome);
-  EXPECT_EQ(queue("x").size(), 1u);  // applied, answer lost
-  timer.advance(Millis(100));
-  settle();
-  ASSERT_TRUE(p->granted());
-  EXPECT_EQ(queue("x").size(), 1u);  // never two nodes for one request
-  release(a, *p);
-  EXPECT_TRUE(queue("x").empty());  // and no orphan
-  auto next = acquire(b, "x");
-  EXPECT_TRUE(next->granted());
-}
-
-TEST_F(LockEngineTest, AmbiguousCreateThatWasNotAppliedIsCreatedOnce) {
-  a.faults.failNextCreateBeforeApply(zk::Code::kOperationTimeout);
-  auto p = acquire(a, "x");
-  timer.advance(Millis(100));
-  settle();
-  ASSERT_TRUE(p->granted());
-  EXPECT_EQ(queue("x").size(), 1u);
-}
-
-TEST_F(LockEngineTest, WithdrawDuringAmbiguousCreateLeavesNoOrphan) {
-  acquire(a, "warmup");
-  auto holder = acquire(b, "x");
-  a.faults.failNextCreateAfterApply(zk::Code::kConnectionLoss);
-  AcquireSpec spec;
-  spec.name = "x";
-  spec.wait = Millis(10000);
-  bool answered = false;
-  a.engine.acquire(spec, [&](AcquireOutcome) { answered = true; });
-  // The id is the engine's next: withdraw before the create's answer arrives.
-  a.engine.withdraw(2);
-  settle();
-  timer.advance(Millis(200));
-  settle();
-  EXPECT_FALSE(answered);
-  EXPECT_EQ(queue("x").size(), 1u);
-  release(b, *holder);
-  EXPECT_TRUE(queue("x").empty());
-}
-
-// Regression: a request that times out while its ambiguous create is still being recovered must
-// not leave the applied node behind to block the lock.
-TEST_F(LockEngineTest, TimeoutDuringAmbiguousCreateRecoveryLeavesNoOrphan) {
-  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
-  a.faults.failNextCreateAfterApply(zk::Code::kConnectionLoss);
-  AcquireSpec spec;
-  spec.name = "x";
-  spec.wait = Millis(500);
-  std::optional<AcquireOutcome> outcome;
-  a.engine.acquire(spec, [&](AcquireOutcome o) { outcome = o; });
-  a.faults.disconnect();  // recovery cannot run...
-  settle();
-  timer.advance(Millis(500));  // ...before the wait runs out
-  settle();
-  ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->error, LeaseError::kZkUnavailable);
-  EXPECT_EQ(queue("x").size(), 1u);  // the applied node, still there
-  a.faults.reconnect();
-  settle();
-  timer.advance(Millis(100));
-  settle();
-  EXPECT_TRUE(queue("x").empty());
-  EXPECT_TRUE(acquire(b, "x", Millis(0))->granted());
-}
-
-// Regression: the watch on a held lease's own node is armed again after a reconnect.
-TEST_F(LockEngineTest, NodeDeletedAfterAReconnectIsNoticed) {
-  auto holder = acquire(a, "x");
-  a.faults.disconnect();
-  settle();
-  a.faults.reconnect();
-  settle();
-  server.removeExternally(server.childrenOf("/fencekeeper/locks/x").size() == 1
-                              ? "/fencekeeper/locks/x/" + queue("x")[0]
-                              : "");
-  settle();
-  ASSERT_EQ(holder->losses.size(), 1u);
-  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
-  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kLost);
-}
-
 TEST_F(LockEngineTest, OrphanWithThisSidecarsPrefixIsSwept) {
   auto holder = acquire(b, "x");
   server.createExternally("/fencekeeper/locks/x/fkaaaa-99__lock__", "",
@@ -314,21 +207,6 @@ TEST_F(LockEngineTest, TokenRisesAfterTheParentIsReapedAndRecreated) {
   EXPECT_GT(second->outcome->token, first->outcome->token);
 }
 
-TEST_F(LockEngineTest, SessionExpiryLosesHeldLeasesAndRequeuesWaiters) {
-  auto held = acquire(a, "x");
-  auto holderB = acquire(b, "y");
-  auto waiting = acquire(a, "y");
-  server.expireSession(a.zk);
-  settle();
-  ASSERT_EQ(held->losses.size(), 1u);
-  EXPECT_EQ(held->losses[0], LossReason::kSessionLost);
-  EXPECT_EQ(a.engine.token(held->outcome->id).error, LeaseError::kLost);
-  EXPECT_EQ(queue("y").size(), 2u);  // the waiter queued again in the new session
-  release(b, *holderB);
-  ASSERT_TRUE(waiting->granted());
-  EXPECT_GT(waiting->outcome->token, holderB->outcome->token);
-}
-
 TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
   auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
   auto v = a.engine.token(holder->outcome->id);
@@ -338,96 +216,6 @@ TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
   EXPECT_GT(v.valid, Millis(0));
   EXPECT_EQ(v.valid, a.engine.safeFor());
   EXPECT_LE(holder->outcome->valid, v.valid) << "the grant itself said more";
-}
-
-TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
-  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
-  auto standby = acquire(b, "x");
-  a.faults.disconnect();
-  settle();
-  for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  ASSERT_EQ(holder->losses.size(), 1u);
-  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
-  EXPECT_EQ(a.engine.renew(holder->outcome->id, Millis(0)).error, LeaseError::kLost);
-  EXPECT_EQ(queue("x").size(), 2u);  // the node lives on while cut off...
-  EXPECT_FALSE(standby->outcome);
-  a.faults.reconnect();
-  settle();
-  timer.advance(Millis(100));  // the deletion's retry
-  settle();
-  EXPECT_EQ(queue("x").size(), 1u);  // ...and goes as soon as the connection is back
-  ASSERT_TRUE(standby->granted());
-  EXPECT_GT(standby->outcome->token, holder->outcome->token);
-}
-
-TEST_F(LockEngineTest, NoGrantWhileTheSessionCannotBeVouchedFor) {
-  auto holder = acquire(b, "x");
-  auto waiter = acquire(a, "x");
-  a.faults.disconnect();
-  settle();
-  for (int i = 0; i < 40; ++i) {  // a's vouching runs out; b keeps its heartbeats answered
-    timer.advance(Millis(100));
-    settle();
-  }
-  EXPECT_EQ(a.engine.safeFor(), Millis(0));
-  EXPECT_GT(b.engine.safeFor(), Millis(0));
-  a.faults.reconnect();
-  // b releases while a has reconnected but has not yet had its heartbeats answered.
-  std::optional<ReleaseOutcome> released;
-  b.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { released = o; });
-  settle();
-  ASSERT_TRUE(released && released->error == LeaseError::kOk);
-  ASSERT_TRUE(waiter->granted());  // granted only after the guard's heartbeats came back
-  EXPECT_GT(a.engine.safeFor(), Millis(0));
-}
-
-TEST_F(LockEngineTest, ReadsAnsweredWithoutTheLeaderAreNotEnoughToGrant) {
-  auto holder = acquire(b, "x");
-  auto waiter = acquire(a, "x");
-  a.faults.stall(FaultyZkClient::kSync);  // a's follower answers reads; its leader is frozen
-  for (int i = 0; i < 40; ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  EXPECT_EQ(a.engine.safeFor(), Millis(0));
-  release(b, *holder);  // a's waiter is now the lowest node, and a can read that...
-  EXPECT_EQ(queue("x").size(), 1u);
-  EXPECT_FALSE(waiter->outcome) << "...but must not be granted";
-  a.faults.unstall();
-  settle();
-  ASSERT_TRUE(waiter->granted());
-}
-
-TEST_F(LockEngineTest, HeldLeaseIsLostWhenOnlyTheLeaderIsUnreachable) {
-  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
-  a.faults.stall(FaultyZkClient::kSync);
-  for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  ASSERT_EQ(holder->losses.size(), 1u);
-  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
-  EXPECT_TRUE(queue("x").empty());  // the connection works: its node went at once
-}
-
-TEST_F(LockEngineTest, TryOnceWithZooKeeperOutOfReachFailsAtOnce) {
-  a.faults.disconnect();
-  for (int i = 0; i < 40; ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  auto attempt = acquire(a, "x", Millis(0));
-  ASSERT_TRUE(attempt->outcome);
-  EXPECT_EQ(attempt->outcome->error, LeaseError::kZkUnavailable);
-  auto waiter = acquire(a, "y", Millis(300));  // a wait rides the outage out, up to its deadline
-  EXPECT_FALSE(waiter->outcome);
-  timer.advance(Millis(300));
-  settle();
-  ASSERT_TRUE(waiter->outcome);
-  EXPECT_EQ(waiter->outcome->error, LeaseError::kZkUnavailable);
 }
 
 TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
@@ -491,162 +279,6 @@ TEST_F(LockEngineTest, ShutdownTellsHoldersAndDeletesEverything) {
   EXPECT_EQ(waiting->outcome->error, LeaseError::kShuttingDown);
   EXPECT_EQ(queue("y").size(), 1u);  // b's lease only
   EXPECT_EQ(acquire(a, "z")->outcome->error, LeaseError::kShuttingDown);
-}
-
-}  // namespace
-}  // namespace fencekeeper::engine
-
-namespace fencekeeper::engine {
-namespace {
-
-// Release and the deletes ZooKeeper leaves unanswered: a stalled or dropped answer never holds
-// the caller, and the node goes once ZooKeeper answers again.
-class PendingDeleteTest : public LockEngineTest {};
-
-TEST_F(PendingDeleteTest, ReleaseAnswersUnconfirmedWhenZooKeeperDoesNotAnswer) {
-  auto holder = acquire(a, "x");
-  auto waiter = acquire(b, "x");
-  a.faults.stall(
-      FaultyZkClient::kRemove);  // a frozen server: the delete is neither applied nor answered
-  std::optional<ReleaseOutcome> result;
-  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
-  settle();
-  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kNotHeld)
-      << "still valid after release was called";
-  timer.advance(Millis(99));
-  settle();
-  EXPECT_FALSE(result) << "answered before the bound with nothing confirmed";
-  timer.advance(Millis(1));
-  settle();
-  ASSERT_TRUE(result);
-  EXPECT_EQ(result->error, LeaseError::kOk);
-  EXPECT_FALSE(result->confirmed);
-  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
-  EXPECT_EQ(queue("x").size(), 2u);
-  EXPECT_FALSE(waiter->outcome);
-  a.faults.unstall();
-  settle();
-  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
-  EXPECT_TRUE(waiter->granted());
-}
-
-TEST_F(PendingDeleteTest, ReleaseSaysConfirmedWhenTheAnswerComesWithinTheBound) {
-  auto holder = acquire(a, "x");
-  a.faults.setLatency(Millis(60));
-  std::optional<ReleaseOutcome> result;
-  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
-  settle();
-  EXPECT_FALSE(result);
-  timer.advance(Millis(60));
-  settle();
-  ASSERT_TRUE(result);
-  EXPECT_TRUE(result->confirmed);
-  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
-}
-
-TEST_F(PendingDeleteTest, DroppedDeleteIsSentAgainAfterTheReconnect) {
-  auto holder = acquire(a, "x");
-  auto waiter = acquire(b, "x");
-  a.faults.stall(FaultyZkClient::kRemove);
-  std::optional<ReleaseOutcome> result;
-  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
-  settle();
-  a.faults.disconnect();  // the delete in flight fails with connection loss
-  settle();
-  timer.advance(Millis(100));
-  settle();
-  ASSERT_TRUE(result);
-  EXPECT_FALSE(result->confirmed);
-  for (int i = 0; i < 5; ++i) {  // retries wait for the reconnect
-    timer.advance(Millis(100));
-    settle();
-  }
-  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
-  EXPECT_EQ(queue("x").size(), 2u);
-  a.faults.unstall();
-  a.faults.reconnect();
-  settle();
-  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
-  EXPECT_EQ(queue("x").size(), 1u);
-  EXPECT_TRUE(waiter->granted());
-}
-
-TEST_F(PendingDeleteTest, WithdrawnLeasesDeleteIsQueuedTheSameWay) {
-  auto holder = acquire(a, "x");
-  a.faults.disconnect();
-  settle();
-  a.engine.withdraw(holder->outcome->id);  // the connection to the holder closed
-  settle();
-  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
-  EXPECT_EQ(a.engine.status().held, 0u);
-  a.faults.reconnect();
-  settle();
-  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
-  EXPECT_TRUE(queue("x").empty());
-}
-
-TEST_F(PendingDeleteTest, SessionExpiryEmptiesTheQueue) {
-  auto holder = acquire(a, "x");
-  a.faults.disconnect();
-  settle();
-  std::optional<ReleaseOutcome> result;
-  a.engine.release(holder->outcome->id, [&](ReleaseOutcome o) { result = o; });
-  timer.advance(Millis(100));
-  settle();
-  ASSERT_TRUE(result);
-  EXPECT_FALSE(result->confirmed);
-  EXPECT_EQ(a.engine.status().pendingDeletes, 1u);
-  server.expireSession(a.zk);  // the node goes with the session
-  a.faults.reconnect();
-  settle();
-  EXPECT_EQ(a.engine.status().pendingDeletes, 0u);
-  EXPECT_EQ(a.engine.status().droppedDeletes, 0u);
-  EXPECT_TRUE(queue("x").empty());
-}
-
-TEST_F(PendingDeleteTest, AtTheBoundAcquireIsRefusedAndTheExtraDeleteIsLeftToTheSweep) {
-  EngineConfig config = Sidecar::config("cccc");
-  config.maxPendingDeletes = 1;
-  FakeZkClient zk(server, ex);
-  FaultyZkClient faults(zk, ex, timer);
-  LockEngine engine(faults, timer, config);
-  std::vector<LeaseId> ids;
-  for (const char* name : {"x", "y"}) {
-    AcquireSpec spec;
-    spec.name = name;
-    spec.wait = Millis(1000);
-    engine.acquire(spec, [&ids](AcquireOutcome o) { ids.push_back(o.id); });
-    settle();
-  }
-  ASSERT_EQ(ids.size(), 2u);
-  faults.disconnect();
-  settle();
-  for (LeaseId id : ids) engine.withdraw(id);
-  settle();
-  EXPECT_EQ(engine.status().pendingDeletes, 1u);
-  EXPECT_EQ(engine.status().droppedDeletes, 1u);
-  AcquireSpec spec;
-  spec.name = "z";
-  spec.wait = Millis(1000);
-  std::optional<AcquireOutcome> refused;
-  engine.acquire(spec, [&](AcquireOutcome o) { refused = o; });
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->error, LeaseError::kLimitReached);
-  faults.reconnect();
-  settle();
-  EXPECT_EQ(engine.status().pendingDeletes, 0u);
-  EXPECT_EQ(queue("x").size() + queue("y").size(), 1u) << "one node left for the sweep";
-  // The next request of this sidecar on that lock sweeps it away.
-  for (const char* name : {"x", "y"}) {
-    AcquireSpec again;
-    again.name = name;
-    again.wait = Millis(1000);
-    std::optional<AcquireOutcome> o;
-    engine.acquire(again, [&](AcquireOutcome got) { o = got; });
-    settle();
-    ASSERT_TRUE(o);
-    EXPECT_EQ(o->error, LeaseError::kOk);
-  }
 }
 
 }  // namespace
