@@ -242,39 +242,40 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
 
 // After an ambiguous create: sync (so we read what the leader has), then look for our guid.
 void LockEngine::recoverCreate(Request& r) {
-  auto again = [this](Request& later) { recoverCreate(later); };
-  zk_.sync(
-      r.lockPath, resume(r, State::kCreating, [this, again](Request& r, zk::Code code) {
-        if (code == zk::Code::kNoNode)
-          return startCreate(r);  // parent gone: no node of ours either
-        if (code != zk::Code::kOk) return retryLater(r, again);
-        zk_.getChildren(
-            r.lockPath,
-            resume(r, State::kCreating, [this, again](Request& r, const zk::ChildrenResult& res) {
-              if (res.code == zk::Code::kNoNode) return startCreate(r);
-              if (res.code != zk::Code::kOk) return retryLater(r, again);
-              std::string mine;
-              for (auto& child : res.children) {
-                if (child.rfind(r.guid + kLockMarker, 0) == 0) mine = child;
-              }
-              if (mine.empty()) {
-                spdlog::info(
-                    "lock {}: create was not applied after a lost connection; creating again",
-                    r.spec.name);
-                return startCreate(r);
-              }
-              std::string path = r.lockPath + "/" + mine;
-              zk_.get(path, resume(r, State::kCreating,
-                                   [this, again, path](Request& r, const zk::GetResult& got) {
-                                     if (got.code == zk::Code::kNoNode) return startCreate(r);
-                                     if (got.code != zk::Code::kOk) return retryLater(r, again);
-                                     spdlog::info(
-                                         "lock {}: found node {} again after a lost connection",
-                                         r.spec.name, path);
-                                     onCreated(r, zk::CreateResult{zk::Code::kOk, path, got.stat});
-                                   }));
-            }));
+  zk_.sync(r.lockPath, resume(r, State::kCreating, [this](Request& r, zk::Code code) {
+             if (code == zk::Code::kNoNode) return startCreate(r);  // parent gone: no node either
+             if (code != zk::Code::kOk) return recoverLater(r);
+             findCreatedNode(r);
+           }));
+}
+
+void LockEngine::recoverLater(Request& r) {
+  retryLater(r, [this](Request& again) { recoverCreate(again); });
+}
+
+void LockEngine::findCreatedNode(Request& r) {
+  zk_.getChildren(
+      r.lockPath, resume(r, State::kCreating, [this](Request& r, const zk::ChildrenResult& res) {
+        if (res.code == zk::Code::kNoNode) return startCreate(r);
+        if (res.code != zk::Code::kOk) return recoverLater(r);
+        for (auto& child : res.children) {
+          if (child.rfind(r.guid + kLockMarker, 0) == 0) {
+            return adoptCreatedNode(r, r.lockPath + "/" + child);
+          }
+        }
+        spdlog::info("lock {}: create was not applied after a lost connection; creating again",
+                     r.spec.name);
+        startCreate(r);
       }));
+}
+
+void LockEngine::adoptCreatedNode(Request& r, const std::string& path) {
+  zk_.get(path, resume(r, State::kCreating, [this, path](Request& r, const zk::GetResult& got) {
+            if (got.code == zk::Code::kNoNode) return startCreate(r);
+            if (got.code != zk::Code::kOk) return recoverLater(r);
+            spdlog::info("lock {}: found node {} again after a lost connection", r.spec.name, path);
+            onCreated(r, zk::CreateResult{zk::Code::kOk, path, got.stat});
+          }));
 }
 
 // Creates root, root/locks and each segment of the lock's path, then the request's node again.
@@ -355,8 +356,8 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
   zk_.getAndWatch(predecessor,
                   resume(r, State::kWaiting,
                          [this](Request& r, const zk::GetResult& res) {
-                           if (res.code == zk::Code::kNoNode)
-                             return checkQueue(r);  // gone before we watched
+                           // Gone before we watched: look again.
+                           if (res.code == zk::Code::kNoNode) return checkQueue(r);
                            if (zk::isAmbiguous(res.code)) {
                              retryLater(r, [this](Request& again) { checkQueue(again); });
                            }
@@ -565,17 +566,16 @@ void LockEngine::deleteNode(const std::string& path, DeleteQueue::Done done) {
 
 void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::string& guid) {
   auto again = whileAlive([this, lockPath, guid] { deleteOrphansByGuid(lockPath, guid); });
-  zk_.sync(lockPath, whileAlive([this, lockPath, guid, again](zk::Code code) {
-             if (zk::isAmbiguous(code))
-               return void(timer_.schedule(timer_.now() + config_.retryDelay, again));
+  auto retry = [this, again] { timer_.schedule(timer_.now() + config_.retryDelay, again); };
+  zk_.sync(lockPath, whileAlive([this, lockPath, guid, retry](zk::Code code) {
+             if (zk::isAmbiguous(code)) return retry();
              zk_.getChildren(
-                 lockPath, whileAlive([this, lockPath, guid, again](const zk::ChildrenResult& res) {
-                   if (zk::isAmbiguous(res.code)) {
-                     return void(timer_.schedule(timer_.now() + config_.retryDelay, again));
-                   }
+                 lockPath, whileAlive([this, lockPath, guid, retry](const zk::ChildrenResult& res) {
+                   if (zk::isAmbiguous(res.code)) return retry();
                    for (auto& child : res.children) {
-                     if (child.rfind(guid + kLockMarker, 0) == 0)
+                     if (child.rfind(guid + kLockMarker, 0) == 0) {
                        deleteNode(lockPath + "/" + child);
+                     }
                    }
                  }));
            }));
@@ -679,8 +679,8 @@ void LockEngine::holder(const std::string& name, std::function<void(LeaseError, 
         uint32_t waiters = static_cast<uint32_t>(queue.size() - 1);
         zk_.get(node, whileAlive([this, node, waiters,
                                   done = std::move(done)](const zk::GetResult& got) mutable {
-                  if (got.code == zk::Code::kNoNode)
-                    return done(LeaseError::kOk, {});  // just handed over
+                  // Not there: just handed over.
+                  if (got.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
                   if (got.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
                   HolderInfo info{true,     static_cast<uint64_t>(got.stat.czxid),
                                   got.data, got.stat.ctimeMs,

@@ -111,6 +111,9 @@ class LockEngine {
   void startCreate(Request& r);
   void onCreated(Request& r, const zk::CreateResult& result);
   void recoverCreate(Request& r);
+  void recoverLater(Request& r);
+  void findCreatedNode(Request& r);
+  void adoptCreatedNode(Request& r, const std::string& path);
   void ensureParents(Request& r, size_t level, int restarts);
   void checkQueue(Request& r);
   void onChildren(Request& r, const zk::ChildrenResult& result);
