@@ -186,6 +186,24 @@ TYPED_TEST(ZkConformanceTest, ExpiryDeletesEphemeralsAndANewSessionFollows) {
   EXPECT_EQ(again.stat.ephemeralOwner, c.sessionId());
 }
 
+// The engine re-arms its watches after an expiry: the old ones end without a call.
+TYPED_TEST(ZkConformanceTest, WatchEndsSilentlyWithAnExpiredSession) {
+  auto& c = *this->client;
+  std::vector<SessionState> seen;
+  c.setSessionListener([&](SessionState s) { seen.push_back(s); });
+  this->create(c, this->path("/ws"), CreateMode::kPersistent);
+  int fired = 0;
+  std::optional<Code> answered;
+  c.getAndWatch(
+      this->path("/ws"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered == Code::kOk; }));
+  this->env.expire(c);
+  ASSERT_TRUE(this->env.until([&] { return expiredThenConnected(seen); }));
+  this->env.remove(this->path("/ws"));
+  this->env.settle();
+  EXPECT_EQ(fired, 0);
+}
+
 // FaultyZkClient over either client: a disconnect fails what is in flight with connection loss,
 // the reconnect comes only when the test says so, and the session lives on.
 TYPED_TEST(ZkConformanceTest, DisconnectFailsRequestsInFlightAndTheSessionLivesOn) {
