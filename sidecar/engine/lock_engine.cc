@@ -736,10 +736,11 @@ void LockEngine::shutdown(std::function<void()> done) {
       // The node goes (and the next holder may be granted) only once the holder has taken the
       // notice in, or once the validity it was given has run out: never two valid holders.
       auto removed = std::make_shared<bool>(false);
-      auto removeNode = [this, removed, node = r->node, finish] {
+      // (Its timer and the holder's answer may come after the engine is gone.)
+      auto removeNode = whileAlive([this, removed, node = r->node, finish] {
         if (std::exchange(*removed, true)) return;
         deleteNode(node, [finish](bool) { finish(); });
-      };
+      });
       timer_.schedule(timer_.now() + validFor, removeNode);
       if (r->spec.onLost) r->spec.onLost(r->stat.czxid, LossReason::kSidecarShutdown, removeNode);
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {

@@ -92,8 +92,11 @@ class LockEngine {
   //   whileAlive() when they serve no request), which re-finds what they act on.
   // - A request's own timers (wait, TTL) are cancelled whenever the request leaves the state that
   //   armed them and when the engine is destroyed: they find their request by id alone.
+  // - The SessionGuard's and the DeleteQueue's callbacks need nothing: the engine owns both, and
+  //   they call back only while they live.
   // - Callbacks handed to the engine (acquire's `done`, `onLost`, release's `done`) belong to the
   //   request and die with it; release's `done` may run after the engine is gone (its timer).
+  //   shutdown()'s deletions wait on timers and on holders' answers: they go through whileAlive().
   template <typename Step, typename Stale>
   auto resume(const Request& r, State state, Step step, Stale stale);
   template <typename Step>
