@@ -39,7 +39,11 @@ interface Lease {
   renew @0 (ttlMs :UInt32) -> (error :Error, validMs :UInt32);
   # Extends the lease to ttlMs from now (0: the TTL it was acquired with).
   token @1 () -> (error :Error, token :UInt64, validMs :UInt32);
-  release @2 () -> (error :Error);
+  release @2 () -> (error :Error, confirmed :Bool);
+  # Ends the lease at once and deletes its node. Answers once ZooKeeper confirmed the delete
+  # (confirmed = true) or after about 100 ms (false: the delete is queued in the sidecar, sent again
+  # after a reconnect, and the node goes with the session anyway); the next holder is granted once
+  # the node is gone.
 }
 
 struct HolderInfo {
@@ -71,6 +75,8 @@ struct Status {
   grantsTotal @8 :UInt64;
   leases @9 :List(LeaseSummary);
   root @10 :Text;
+  pendingDeletes @11 :UInt32;  # lock node deletions ZooKeeper has not confirmed yet (retried)
+  droppedDeletes @12 :UInt64;  # unconfirmed deletions given up at the bound: left to the session
 }
 
 interface Sidecar {

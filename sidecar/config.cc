@@ -36,6 +36,10 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
   --min-grant-vouch DUR  grant only while the session is vouched for at least DUR
                          (default a quarter of the negotiated session timeout); a
                          request stays queued until then or until its wait runs out
+  --max-pending-deletes N  lock node deletions kept for retry while ZooKeeper does not
+                         confirm them (default 1000); while that many are pending, acquire
+                         answers limitReached, and a delete beyond them is sent once and
+                         then left to the session's end (the lease ended all the same)
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --help                 this text
 
@@ -68,6 +72,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kDefaultTtl,
     kMaxTtl,
     kMinGrantVouch,
+    kMaxPendingDeletes,
     kSocketWorld,
     kLogLevel,
     kHelp,
@@ -83,6 +88,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"default-ttl", required_argument, nullptr, kDefaultTtl},
       {"max-ttl", required_argument, nullptr, kMaxTtl},
       {"min-grant-vouch", required_argument, nullptr, kMinGrantVouch},
+      {"max-pending-deletes", required_argument, nullptr, kMaxPendingDeletes},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
       {"help", no_argument, nullptr, kHelp},
@@ -136,6 +142,15 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMinGrantVouch:
         if (!duration(c.minGrantVouch)) return badDuration();
         break;
+      case kMaxPendingDeletes: {
+        char* end = nullptr;
+        unsigned long n = std::strtoul(optarg, &end, 10);
+        if (!*optarg || *end || n == 0 || n > 1'000'000) {
+          return bad(std::string("bad --max-pending-deletes '") + optarg + "' (1 to 1000000)");
+        }
+        c.maxPendingDeletes = n;
+        break;
+      }
       case kSocketWorld:
         c.socketWorldAccessible = true;
         break;

@@ -19,6 +19,7 @@ struct SidecarConfig {
   Millis defaultTtl{30'000};
   Millis maxTtl{3'600'000};
   Millis minGrantVouch{0};  // 0: a quarter of the negotiated session timeout
+  size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
 };

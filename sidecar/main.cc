@@ -63,6 +63,7 @@ int run(const SidecarConfig& config) {
   engineConfig.defaultTtl = config.defaultTtl;
   engineConfig.maxTtl = config.maxTtl;
   engineConfig.minGrantVouch = config.minGrantVouch;
+  engineConfig.maxPendingDeletes = config.maxPendingDeletes;
   engineConfig.instanceId = randomInstanceId();
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig);
 

@@ -79,11 +79,13 @@ int statusCommand(const std::string& socket, bool json) {
     std::printf(
         "{\"zkState\":\"%s\",\"sessionId\":\"%s\",\"sessionTimeoutMs\":%u,\"safeForMs\":%u,"
         "\"leasesHeld\":%u,\"waiters\":%u,\"connections\":%u,\"uptimeMs\":%llu,"
-        "\"grantsTotal\":%llu,\"root\":\"%s\",\"leases\":[",
+        "\"grantsTotal\":%llu,\"root\":\"%s\",\"pendingDeletes\":%u,\"droppedDeletes\":%llu,"
+        "\"leases\":[",
         jsonEscape(st.zkState).c_str(), jsonEscape(st.sessionId).c_str(), st.sessionTimeoutMs,
         st.safeForMs, st.leasesHeld, st.waiters, st.connections,
         static_cast<unsigned long long>(st.uptimeMs),
-        static_cast<unsigned long long>(st.grantsTotal), jsonEscape(st.root).c_str());
+        static_cast<unsigned long long>(st.grantsTotal), jsonEscape(st.root).c_str(),
+        st.pendingDeletes, static_cast<unsigned long long>(st.droppedDeletes));
     for (size_t i = 0; i < st.leases.size(); ++i) {
       auto& l = st.leases[i];
       std::printf("%s{\"name\":\"%s\",\"token\":%llu,\"owner\":\"%s\",\"pid\":%d,\"validMs\":%u}",
@@ -101,6 +103,8 @@ int statusCommand(const std::string& socket, bool json) {
               st.leasesHeld, st.waiters, st.connections,
               static_cast<unsigned long long>(st.grantsTotal));
   std::printf("uptime:      %llu s\n", static_cast<unsigned long long>(st.uptimeMs / 1000));
+  std::printf("deletes:     %u pending, %llu dropped\n", st.pendingDeletes,
+              static_cast<unsigned long long>(st.droppedDeletes));
   for (auto& l : st.leases) {
     std::printf("  %-30s token %-14llu owner '%s' pid %d valid %u ms\n", l.name.c_str(),
                 static_cast<unsigned long long>(l.token), l.ownerLabel.c_str(), l.clientPid,

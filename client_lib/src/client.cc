@@ -191,7 +191,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 
   std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
                                  Status* statusOut);
-  Status release(LeaseState& state);
+  Status release(LeaseState& state, bool* confirmed = nullptr);
   Status renew(LeaseState& state, Millis ttl);
   Status check(LeaseState& state, Millis* validFor);
   Status setKeepAlive(LeaseState& state, bool on);
@@ -437,7 +437,7 @@ kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
       });
 }
 
-Status ClientImpl::release(LeaseState& state) {
+Status ClientImpl::release(LeaseState& state, bool* confirmed) {
   if (Status s = state.stateError(); !s.ok()) return s;
   uint64_t key = state.key;
   Status status = call([&]() -> kj::Promise<Status> {
@@ -447,8 +447,9 @@ Status ClientImpl::release(LeaseState& state) {
     it->second.keepAlive = nullptr;
     return withDeadline(
         it->second.cap.releaseRequest().send().then(
-            [this, key](capnp::Response<ipc::Lease::ReleaseResults> r) {
+            [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
               leases_.erase(key);
+              if (confirmed) *confirmed = r.getConfirmed();
               return r.getError() == ipc::Error::OK ? Status{} : error(fromIpc(r.getError()));
             },
             [](kj::Exception&& e) {
@@ -586,6 +587,8 @@ Status ClientImpl::status(SidecarStatus* out) {
               out->connections = s.getConnections();
               out->uptimeMs = s.getUptimeMs();
               out->grantsTotal = s.getGrantsTotal();
+              out->pendingDeletes = s.getPendingDeletes();
+              out->droppedDeletes = s.getDroppedDeletes();
               out->root = s.getRoot();
               out->leases.clear();
               for (auto l : s.getLeases()) {
@@ -644,10 +647,12 @@ Status Lease::setKeepAlive(bool on) {
   return client->setKeepAlive(*state_, on);
 }
 
-Status Lease::release() {
+Status Lease::release() { return release(nullptr); }
+
+Status Lease::release(bool* confirmed) {
   auto client = state_->client.lock();
   if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
-  return client->release(*state_);
+  return client->release(*state_, confirmed);
 }
 
 std::unique_ptr<Client> Client::connect(const std::string& socketPath, Status* status) {

@@ -56,6 +56,13 @@ struct AcquireOutcome {
   Millis valid{0};
 };
 
+struct ReleaseOutcome {
+  LeaseError error = LeaseError::kInternal;
+  // True when ZooKeeper confirmed the node gone before the answer was due; false when the answer
+  // came first: the delete is queued (sent again after a reconnect, dropped with the session).
+  bool confirmed = false;
+};
+
 struct Validity {
   LeaseError error = LeaseError::kInternal;
   uint64_t token = 0;
@@ -83,6 +90,8 @@ struct EngineStatus {
   uint32_t held = 0;
   uint32_t waiting = 0;
   uint64_t grantsTotal = 0;
+  uint32_t pendingDeletes = 0;  // node deletions ZooKeeper has not confirmed yet
+  uint64_t droppedDeletes = 0;  // unconfirmed deletions given up at the bound (left to the session)
   std::vector<LeaseSummary> leases;
 };
 

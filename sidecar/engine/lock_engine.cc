@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <utility>
 
 #include "sidecar/engine/lock_name.h"
 
@@ -15,7 +17,14 @@ constexpr int kMaxParentRestarts = 5;
 std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 }  // namespace
 
-enum class State { kCreating, kWaiting, kHeld, kReleased, kLost };
+enum class LockEngine::State { kCreating, kWaiting, kHeld, kReleased, kLost };
+
+namespace {
+const char* stateName(int state) {
+  static const char* const kNames[] = {"creating", "waiting", "held", "released", "lost"};
+  return kNames[state];
+}
+}  // namespace
 
 struct LockEngine::Request {
   LeaseId id;
@@ -37,17 +46,65 @@ struct LockEngine::Request {
   std::function<void(AcquireOutcome)> done;
 };
 
+template <typename Step, typename Stale>
+auto LockEngine::resume(const Request& r, State state, Step step, Stale stale) {
+  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt, state,
+          step = std::move(step), stale = std::move(stale)](auto&&... args) mutable {
+    if (!alive.lock()) return;
+    Request* again = find(id, attempt);
+    if (again && again->state == state) {
+      step(*again, std::forward<decltype(args)>(args)...);
+    } else {
+      stale(std::forward<decltype(args)>(args)...);
+    }
+  };
+}
+
+template <typename Step>
+auto LockEngine::resume(const Request& r, State state, Step step) {
+  return resume(r, state, std::move(step), [](auto&&...) {});
+}
+
+template <typename Fn>
+auto LockEngine::whileAlive(Fn fn) {
+  return [alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)](auto&&... args) mutable {
+    if (alive.lock()) fn(std::forward<decltype(args)>(args)...);
+  };
+}
+
+void LockEngine::moveTo(Request& r, State next) {
+  auto allowed = [&] {
+    switch (r.state) {
+      case State::kCreating:  // (to itself: it starts over)
+        return next == State::kCreating || next == State::kWaiting;
+      case State::kWaiting:  // (back to creating: its node vanished, or its session expired)
+        return next == State::kCreating || next == State::kHeld;
+      case State::kHeld:
+        return next == State::kReleased || next == State::kLost;
+      case State::kReleased:
+      case State::kLost:
+        return false;
+    }
+    return false;
+  };
+  if (!allowed()) {
+    spdlog::critical("lock {}: request {} cannot go from {} to {}", r.spec.name, r.id,
+                     stateName(static_cast<int>(r.state)), stateName(static_cast<int>(next)));
+    std::abort();
+  }
+  r.state = next;
+}
+
 LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config)
     : zk_(zk),
       timer_(timer),
       config_(std::move(config)),
-      guidPrefix_("fk" + config_.instanceId + "-") {
+      guidPrefix_("fk" + config_.instanceId + "-"),
+      deletes_(zk_, timer_, config_.retryDelay, config_.maxPendingDeletes) {
   guard_ = std::make_unique<SessionGuard>(
       zk_, timer_, config_.safetyMargin, config_.minGrantVouch, [this] { onUnsafe(); },
       [this] { onGrantable(); });
-  zk_.setSessionListener([this, alive = std::weak_ptr<bool>(alive_)](zk::SessionState s) {
-    if (alive.lock()) onSessionState(s);
-  });
+  zk_.setSessionListener(whileAlive([this](zk::SessionState s) { onSessionState(s); }));
 }
 
 LockEngine::~LockEngine() {
@@ -98,7 +155,10 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
       spec.ownerLabel.size() > config_.maxOwnerLabelBytes) {
     return refuse(LeaseError::kInvalidArgument);
   }
-  if (requests_.size() >= config_.maxRequests) return refuse(LeaseError::kLimitReached);
+  // While deletes go unconfirmed, no new node: the ones to delete would pile up.
+  if (requests_.size() >= config_.maxRequests || deletes_.full()) {
+    return refuse(LeaseError::kLimitReached);
+  }
   // Trying once cannot succeed while ZooKeeper is out of reach and the session unproven.
   if (spec.wait.count() == 0 && !guard_->safe() &&
       zk_.sessionState() != zk::SessionState::kConnected) {
@@ -121,14 +181,13 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   // Either way, the answer says whether ZooKeeper or the holder was in the way.
   Millis limit = r.spec.wait.count() > 0 ? r.spec.wait : config_.tryOnceBudget;
   LeaseId id = r.id;
+  // Cancelled by grant() and erase(): it finds a queued request.
   r.waitTimer = timer_.schedule(timer_.now() + limit, [this, id] {
     Request* w = find(id);
-    if (w && (w->state == State::kCreating || w->state == State::kWaiting)) {
-      w->waitTimer = 0;
-      bool zkDown = zk_.sessionState() != zk::SessionState::kConnected;
-      fail(*w, zkDown || w->spec.wait.count() == 0 ? LeaseError::kZkUnavailable
-                                                   : LeaseError::kTimedOut);
-    }
+    w->waitTimer = 0;
+    bool zkDown = zk_.sessionState() != zk::SessionState::kConnected;
+    fail(*w,
+         zkDown || w->spec.wait.count() == 0 ? LeaseError::kZkUnavailable : LeaseError::kTimedOut);
   });
   if (zk_.sessionState() == zk::SessionState::kExpired) {
     r.recreateOnConnect = true;  // the client is opening a new session
@@ -139,90 +198,85 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
 }
 
 void LockEngine::startCreate(Request& r) {
-  r.state = State::kCreating;
+  moveTo(r, State::kCreating);
   r.node.clear();
-  LeaseId id = r.id;
-  uint32_t attempt = r.attempt;
   zk_.create(r.lockPath + "/" + r.guid + kLockMarker, r.spec.ownerLabel,
              zk::CreateMode::kEphemeralSequential,
-             [this, id, attempt](zk::CreateResult res) { onCreated(id, attempt, res); });
+             resume(
+                 r, State::kCreating,
+                 [this](Request& again, const zk::CreateResult& res) { onCreated(again, res); },
+                 [this](const zk::CreateResult& res) {
+                   // Withdrawn or started over while the create was in flight: the node must not
+                   // survive. (An ambiguous answer needs nothing here: withdraw() looks the guid
+                   // up after it settles.)
+                   if (res.code == zk::Code::kOk) deleteNode(res.path);
+                 }));
 }
 
-void LockEngine::onCreated(LeaseId id, uint32_t attempt, const zk::CreateResult& res) {
-  Request* r = find(id, attempt);
-  if (!r || r->state != State::kCreating) {
-    // Withdrawn or started over while the create was in flight: the node must not survive. (An
-    // ambiguous answer needs nothing here: withdraw() looks the guid up after it settles.)
-    if (res.code == zk::Code::kOk) deleteNode(res.path);
-    return;
-  }
+void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
   switch (res.code) {
     case zk::Code::kOk:
-      r->node = res.path;
-      r->stat = res.stat;
-      r->state = State::kWaiting;
-      checkQueue(*r);
+      r.node = res.path;
+      r.stat = res.stat;
+      moveTo(r, State::kWaiting);
+      checkQueue(r);
       return;
     case zk::Code::kNoNode:
-      ensureParents(*r, 0, 0);
+      ensureParents(r, 0, 0);
       return;
     case zk::Code::kConnectionLoss:
     case zk::Code::kOperationTimeout:
-      retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
+      retryLater(r, [this](Request& again) { recoverCreate(again); });
       return;
     case zk::Code::kSessionExpired:
-      r->recreateOnConnect = true;  // the session listener starts it over
+      r.recreateOnConnect = true;  // the session listener starts it over
       return;
     case zk::Code::kClosing:
-      fail(*r, LeaseError::kShuttingDown);
+      fail(r, LeaseError::kShuttingDown);
       return;
     default:
-      spdlog::error("create under {} failed: {}", r->lockPath, zk::codeName(res.code));
-      fail(*r, LeaseError::kZkUnavailable);
+      spdlog::error("create under {} failed: {}", r.lockPath, zk::codeName(res.code));
+      fail(r, LeaseError::kZkUnavailable);
       return;
   }
 }
 
 // After an ambiguous create: sync (so we read what the leader has), then look for our guid.
 void LockEngine::recoverCreate(Request& r) {
-  LeaseId id = r.id;
-  uint32_t attempt = r.attempt;
-  zk_.sync(r.lockPath, [this, id, attempt](zk::Code code) {
-    Request* r = find(id, attempt);
-    if (!r || r->state != State::kCreating) return;
-    if (code == zk::Code::kNoNode) return startCreate(*r);  // parent gone: no node of ours either
-    if (code != zk::Code::kOk) {
-      return retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
-    }
-    zk_.getChildren(r->lockPath, [this, id, attempt](zk::ChildrenResult res) {
-      Request* r = find(id, attempt);
-      if (!r || r->state != State::kCreating) return;
-      if (res.code == zk::Code::kNoNode) return startCreate(*r);
-      if (res.code != zk::Code::kOk) {
-        return retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
-      }
-      std::string mine;
-      for (auto& child : res.children) {
-        if (child.rfind(r->guid + kLockMarker, 0) == 0) mine = child;
-      }
-      if (mine.empty()) {
-        spdlog::info("lock {}: create was not applied after a lost connection; creating again",
-                     r->spec.name);
-        return startCreate(*r);
-      }
-      std::string path = r->lockPath + "/" + mine;
-      zk_.get(path, [this, id, attempt, path](zk::GetResult got) {
-        Request* r = find(id, attempt);
-        if (!r || r->state != State::kCreating) return;
-        if (got.code == zk::Code::kNoNode) return startCreate(*r);
-        if (got.code != zk::Code::kOk) {
-          return retryLater(id, attempt, [this](Request& again) { recoverCreate(again); });
+  zk_.sync(r.lockPath, resume(r, State::kCreating, [this](Request& r, zk::Code code) {
+             if (code == zk::Code::kNoNode) return startCreate(r);  // parent gone: no node either
+             if (code != zk::Code::kOk) return recoverLater(r);
+             findCreatedNode(r);
+           }));
+}
+
+void LockEngine::recoverLater(Request& r) {
+  retryLater(r, [this](Request& again) { recoverCreate(again); });
+}
+
+void LockEngine::findCreatedNode(Request& r) {
+  zk_.getChildren(
+      r.lockPath, resume(r, State::kCreating, [this](Request& r, const zk::ChildrenResult& res) {
+        if (res.code == zk::Code::kNoNode) return startCreate(r);
+        if (res.code != zk::Code::kOk) return recoverLater(r);
+        for (auto& child : res.children) {
+          if (child.rfind(r.guid + kLockMarker, 0) == 0) {
+            return adoptCreatedNode(r, r.lockPath + "/" + child);
+          }
         }
-        spdlog::info("lock {}: found node {} again after a lost connection", r->spec.name, path);
-        onCreated(id, attempt, zk::CreateResult{zk::Code::kOk, path, got.stat});
-      });
-    });
-  });
+        spdlog::info("lock {}: create was not applied after a lost connection; creating again",
+                     r.spec.name);
+        startCreate(r);
+      }));
+}
+
+void LockEngine::adoptCreatedNode(Request& r, const std::string& path) {
+  zk_.get(path, resume(r, State::kCreating, [this, path](Request& r, const zk::GetResult& got) {
+            if (got.code == zk::Code::kNoNode) return startCreate(r);
+            if (got.code != zk::Code::kOk) return recoverLater(r);
+            spdlog::info("lock {}: found node {} again after a lost connection", r.spec.name, path);
+            onCreated(r, zk::CreateResult{zk::Code::kOk, path, got.stat});
+          }));
 }
 
 // Creates root, root/locks and each segment of the lock's path, then the request's node again.
@@ -234,65 +288,59 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
   }
   if (level >= chain.size()) return startCreate(r);
   bool persistent = level < 2 || config_.persistentParents;
-  LeaseId id = r.id;
-  uint32_t attempt = r.attempt;
   zk_.create(
       chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
-      [this, id, attempt, level, restarts](zk::CreateResult res) {
-        Request* r = find(id, attempt);
-        if (!r || r->state != State::kCreating) return;
+      resume(r, State::kCreating, [this, level, restarts](Request& r, const zk::CreateResult& res) {
         if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
-          return ensureParents(*r, level + 1, restarts);
+          return ensureParents(r, level + 1, restarts);
         }
         if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
-          return ensureParents(*r, 0, restarts + 1);  // a parent was reaped meanwhile
+          return ensureParents(r, 0, restarts + 1);  // a parent was reaped meanwhile
         }
         if (zk::isAmbiguous(res.code)) {
-          return retryLater(id, attempt, [this, level, restarts](Request& again) {
+          return retryLater(r, [this, level, restarts](Request& again) {
             ensureParents(again, level, restarts);
           });
         }
         if (res.code == zk::Code::kSessionExpired) {
-          r->recreateOnConnect = true;  // the session listener starts it over
+          r.recreateOnConnect = true;  // the session listener starts it over
           return;
         }
-        if (res.code == zk::Code::kClosing) return fail(*r, LeaseError::kShuttingDown);
-        spdlog::error("cannot create lock parent for {}: {}", r->spec.name, zk::codeName(res.code));
-        fail(*r, LeaseError::kZkUnavailable);
-      });
+        if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown);
+        spdlog::error("cannot create lock parent for {}: {}", r.spec.name, zk::codeName(res.code));
+        fail(r, LeaseError::kZkUnavailable);
+      }));
 }
 
 // ---- the queue -------------------------------------------------------------------------------
 
 void LockEngine::checkQueue(Request& r) {
-  LeaseId id = r.id;
-  uint32_t attempt = r.attempt;
   zk_.getChildren(r.lockPath,
-                  [this, id, attempt](zk::ChildrenResult res) { onChildren(id, attempt, res); });
+                  resume(r, State::kWaiting, [this](Request& r, const zk::ChildrenResult& res) {
+                    onChildren(r, res);
+                  }));
 }
 
-void LockEngine::onChildren(LeaseId id, uint32_t attempt, const zk::ChildrenResult& res) {
-  Request* r = find(id, attempt);
-  if (!r || r->state != State::kWaiting) return;
+void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
   if (zk::isAmbiguous(res.code)) {
-    return retryLater(id, attempt, [this](Request& again) { checkQueue(again); });
+    return retryLater(r, [this](Request& again) { checkQueue(again); });
   }
   if (res.code == zk::Code::kSessionExpired) return;  // the session listener starts it over
   if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) {
-    return fail(*r, LeaseError::kZkUnavailable);
+    return fail(r, LeaseError::kZkUnavailable);
   }
-  sweepOrphans(r->lockPath, res.children);
+  sweepOrphans(r.lockPath, res.children);
 
   std::vector<QueueNode> queue;
   for (auto& child : res.children) {
     if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
   }
-  std::string mine = baseName(r->node);
+  std::string mine = baseName(r.node);
   auto own = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.name == mine; });
   if (own == queue.end()) {
     // Our node is gone without a session expiry (deleted by someone): queue again, it was not held.
-    spdlog::warn("lock {}: waiting node {} vanished; queueing again", r->spec.name, r->node);
-    return startCreate(*r);
+    spdlog::warn("lock {}: waiting node {} vanished; queueing again", r.spec.name, r.node);
+    return startCreate(r);
   }
   const QueueNode* predecessor = nullptr;
   for (auto& q : queue) {
@@ -300,27 +348,22 @@ void LockEngine::onChildren(LeaseId id, uint32_t attempt, const zk::ChildrenResu
       predecessor = &q;
     }
   }
-  if (!predecessor) return grant(*r);
-  if (r->spec.wait.count() == 0) return fail(*r, LeaseError::kTimedOut);  // try once
-  watchPredecessor(*r, r->lockPath + "/" + predecessor->name);
+  if (!predecessor) return grant(r);
+  if (r.spec.wait.count() == 0) return fail(r, LeaseError::kTimedOut);  // try once
+  watchPredecessor(r, r.lockPath + "/" + predecessor->name);
 }
 
 void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
-  LeaseId id = r.id;
-  uint32_t attempt = r.attempt;
-  zk_.getAndWatch(
-      predecessor,
-      [this, id, attempt](zk::GetResult res) {
-        Request* r = find(id, attempt);
-        if (!r || r->state != State::kWaiting) return;
-        if (res.code == zk::Code::kNoNode) return checkQueue(*r);  // gone before we watched
-        if (zk::isAmbiguous(res.code)) {
-          retryLater(id, attempt, [this](Request& again) { checkQueue(again); });
-        }
-      },
-      [this, id, attempt] {
-        if (Request* r = find(id, attempt); r && r->state == State::kWaiting) checkQueue(*r);
-      });
+  zk_.getAndWatch(predecessor,
+                  resume(r, State::kWaiting,
+                         [this](Request& r, const zk::GetResult& res) {
+                           // Gone before we watched: look again.
+                           if (res.code == zk::Code::kNoNode) return checkQueue(r);
+                           if (zk::isAmbiguous(res.code)) {
+                             retryLater(r, [this](Request& again) { checkQueue(again); });
+                           }
+                         }),
+                  resume(r, State::kWaiting, [this](Request& r) { checkQueue(r); }));
 }
 
 void LockEngine::grant(Request& r) {
@@ -339,7 +382,7 @@ void LockEngine::grant(Request& r) {
   }
   timer_.cancel(r.waitTimer);
   r.waitTimer = 0;
-  r.state = State::kHeld;
+  moveTo(r, State::kHeld);
   r.grantedUnixMs = wallClockMs();
   r.deadline = timer_.now() + r.spec.ttl;
   armTtlTimer(r);
@@ -354,11 +397,11 @@ void LockEngine::grant(Request& r) {
 
 // One timer per lease: renewals only move the deadline (renewing often must not pile up timers),
 // and a timer that fires before the current deadline arms itself again for it.
+// Cancelled by lose(), release(), shutdown() and erase(): it finds a held request.
 void LockEngine::armTtlTimer(Request& r) {
   LeaseId id = r.id;
   r.ttlTimer = timer_.schedule(r.deadline, [this, id] {
     Request* held = find(id);
-    if (!held || held->state != State::kHeld) return;
     held->ttlTimer = 0;
     if (timer_.now() < held->deadline) return armTtlTimer(*held);
     lose(*held, LossReason::kTtlExpired);
@@ -369,32 +412,30 @@ void LockEngine::armTtlTimer(Request& r) {
 // a session that is no longer ours: notice it. Armed at grant and again after every reconnect (a
 // watch set while disconnected never arrives at the server).
 void LockEngine::watchOwnNode(Request& r) {
-  LeaseId id = r.id;
-  uint32_t attempt = r.attempt;
-  auto check = [this, id, attempt](bool arming, zk::GetResult res) {
-    Request* r = find(id, attempt);
-    if (!r || r->state != State::kHeld) return;
-    if (arming && res.code == zk::Code::kOk) r->ownWatchArmed = true;
-    if (res.code == zk::Code::kNoNode) {
-      lose(*r, LossReason::kReleasedElsewhere);
-    } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId()) {
-      lose(*r, LossReason::kSessionLost);
-    }
-    // Connection loss: the reconnect checks and arms it again.
-  };
   if (r.ownWatchArmed) {
     // The client re-registers a watch it holds when it reconnects: only check, arm no second.
-    zk_.get(r.node, [check](zk::GetResult res) { check(false, std::move(res)); });
+    zk_.get(r.node, resume(r, State::kHeld, [this](Request& r, const zk::GetResult& res) {
+              onOwnNode(r, false, res);
+            }));
     return;
   }
-  zk_.getAndWatch(
-      r.node, [check](zk::GetResult res) { check(true, std::move(res)); },
-      [this, id, attempt] {
-        Request* r = find(id, attempt);
-        if (!r || r->state != State::kHeld) return;
-        r->ownWatchArmed = false;
-        watchOwnNode(*r);
-      });
+  zk_.getAndWatch(r.node,
+                  resume(r, State::kHeld,
+                         [this](Request& r, const zk::GetResult& res) { onOwnNode(r, true, res); }),
+                  resume(r, State::kHeld, [this](Request& r) {
+                    r.ownWatchArmed = false;
+                    watchOwnNode(r);
+                  }));
+}
+
+void LockEngine::onOwnNode(Request& r, bool arming, const zk::GetResult& res) {
+  if (arming && res.code == zk::Code::kOk) r.ownWatchArmed = true;
+  if (res.code == zk::Code::kNoNode) {
+    lose(r, LossReason::kReleasedElsewhere);
+  } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId()) {
+    lose(r, LossReason::kSessionLost);
+  }
+  // Connection loss: the reconnect checks and arms it again.
 }
 
 // ---- loss, failure, release --------------------------------------------------------------------
@@ -402,7 +443,7 @@ void LockEngine::watchOwnNode(Request& r) {
 void LockEngine::lose(Request& r, LossReason reason) {
   timer_.cancel(r.ttlTimer);
   r.ttlTimer = 0;
-  r.state = State::kLost;
+  moveTo(r, State::kLost);
   r.lossReason = reason;
   spdlog::warn("lost lock={} token={} client={} reason={}", r.spec.name, r.stat.czxid,
                r.spec.client, lossReasonName(reason));
@@ -452,15 +493,25 @@ void LockEngine::withdraw(LeaseId id) {
   if (creating) deleteOrphansByGuid(lockPath, guid);
 }
 
-void LockEngine::release(LeaseId id, std::function<void(LeaseError)> done) {
+void LockEngine::release(LeaseId id, std::function<void(ReleaseOutcome)> done) {
   Request* r = find(id);
-  if (!r) return done(LeaseError::kNotHeld);
-  if (r->state != State::kHeld) return done(validity(*r).error);
+  if (!r) return done({LeaseError::kNotHeld, false});
+  if (r->state != State::kHeld) return done({validity(*r).error, false});
   timer_.cancel(r->ttlTimer);
   r->ttlTimer = 0;
-  r->state = State::kReleased;
+  moveTo(*r, State::kReleased);  // not valid from here on, whatever ZooKeeper answers
   spdlog::info("release lock={} token={} client={}", r->spec.name, r->stat.czxid, r->spec.client);
-  deleteNode(r->node, [done = std::move(done)] { done(LeaseError::kOk); });
+  // A frozen ZooKeeper must not hold the caller: answer at the bound, the delete stays queued.
+  auto answer = std::make_shared<std::function<void(ReleaseOutcome)>>(std::move(done));
+  auto once = [answer](bool confirmed) {
+    if (auto d = std::exchange(*answer, nullptr)) d({LeaseError::kOk, confirmed});
+  };
+  uint64_t bound =
+      timer_.schedule(timer_.now() + config_.releaseAnswerWait, [once] { once(false); });
+  deleteNode(r->node, [&timer = timer_, once, bound](bool gone) {
+    timer.cancel(bound);
+    once(gone);
+  });
 }
 
 Validity LockEngine::validity(const Request& r) const {
@@ -510,48 +561,25 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
 
 // ---- node deletion and orphans ---------------------------------------------------------------
 
-void LockEngine::deleteNode(const std::string& path, std::function<void()> done) {
-  zk_.remove(path, [this, alive = std::weak_ptr<bool>(alive_), path,
-                    done = std::move(done)](zk::Code code) mutable {
-    if (!alive.lock()) return;
-    if (zk::isAmbiguous(code)) {
-      // Retry until the delete is confirmed or the session (and with it the node) is gone.
-      timer_.schedule(timer_.now() + config_.retryDelay,
-                      [this, alive, path, done = std::move(done)]() mutable {
-                        if (alive.lock()) deleteNode(path, std::move(done));
-                      });
-      return;
-    }
-    if (code != zk::Code::kOk && code != zk::Code::kNoNode && code != zk::Code::kSessionExpired &&
-        code != zk::Code::kClosing) {
-      spdlog::error("cannot delete {}: {}", path, zk::codeName(code));
-    }
-    if (done) done();
-  });
+void LockEngine::deleteNode(const std::string& path, DeleteQueue::Done done) {
+  deletes_.remove(path, std::move(done));
 }
 
 void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::string& guid) {
-  zk_.sync(lockPath, [this, alive = std::weak_ptr<bool>(alive_), lockPath, guid](zk::Code code) {
-    if (!alive.lock()) return;
-    if (zk::isAmbiguous(code)) {
-      timer_.schedule(timer_.now() + config_.retryDelay, [this, alive, lockPath, guid] {
-        if (alive.lock()) deleteOrphansByGuid(lockPath, guid);
-      });
-      return;
-    }
-    zk_.getChildren(lockPath, [this, alive, lockPath, guid](zk::ChildrenResult res) {
-      if (!alive.lock()) return;
-      if (zk::isAmbiguous(res.code)) {
-        timer_.schedule(timer_.now() + config_.retryDelay, [this, alive, lockPath, guid] {
-          if (alive.lock()) deleteOrphansByGuid(lockPath, guid);
-        });
-        return;
-      }
-      for (auto& child : res.children) {
-        if (child.rfind(guid + kLockMarker, 0) == 0) deleteNode(lockPath + "/" + child);
-      }
-    });
-  });
+  auto again = whileAlive([this, lockPath, guid] { deleteOrphansByGuid(lockPath, guid); });
+  auto retry = [this, again] { timer_.schedule(timer_.now() + config_.retryDelay, again); };
+  zk_.sync(lockPath, whileAlive([this, lockPath, guid, retry](zk::Code code) {
+             if (zk::isAmbiguous(code)) return retry();
+             zk_.getChildren(
+                 lockPath, whileAlive([this, lockPath, guid, retry](const zk::ChildrenResult& res) {
+                   if (zk::isAmbiguous(res.code)) return retry();
+                   for (auto& child : res.children) {
+                     if (child.rfind(guid + kLockMarker, 0) == 0) {
+                       deleteNode(lockPath + "/" + child);
+                     }
+                   }
+                 }));
+           }));
 }
 
 // A node named with this sidecar's prefix that no live request owns is an orphan (for instance
@@ -568,12 +596,10 @@ void LockEngine::sweepOrphans(const std::string& lockPath,
   }
 }
 
-void LockEngine::retryLater(LeaseId id, uint32_t attempt, std::function<void(Request&)> step) {
+// Runs `step` after the retry delay if the request is then still where it was.
+void LockEngine::retryLater(const Request& r, std::function<void(Request&)> step) {
   timer_.schedule(timer_.now() + config_.retryDelay,
-                  [this, alive = std::weak_ptr<bool>(alive_), id, attempt, step = std::move(step)] {
-                    if (!alive.lock()) return;
-                    if (Request* r = find(id, attempt)) step(*r);
-                  });
+                  resume(r, r.state, [step = std::move(step)](Request& again) { step(again); }));
 }
 
 // ---- session ---------------------------------------------------------------------------------
@@ -587,6 +613,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
     zk::SessionState state;
     ~ForwardAfter() { guard.onSessionState(state); }
   } forward{*guard_, state};
+  deletes_.onSessionState(state);
   if (state == zk::SessionState::kExpired) {
     for (auto& [id, r] : requests_) {
       if (r->state == State::kHeld) {
@@ -594,7 +621,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
       } else if (r->state == State::kCreating || r->state == State::kWaiting) {
         // Its node died with the session; it queues again, at the back, in the new session.
         ++r->attempt;
-        r->state = State::kCreating;
+        moveTo(*r, State::kCreating);
         r->node.clear();
         r->recreateOnConnect = true;
       }
@@ -639,40 +666,43 @@ void LockEngine::onGrantable() {
 void LockEngine::holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done) {
   if (!isValidLockName(name)) return done(LeaseError::kInvalidName, {});
   std::string path = lockPath(name);
-  zk_.getChildren(path, [this, alive = std::weak_ptr<bool>(alive_), path,
-                         done = std::move(done)](zk::ChildrenResult res) mutable {
-    if (!alive.lock()) return;
-    if (res.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
-    if (res.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
-    std::vector<QueueNode> queue;
-    for (auto& child : res.children) {
-      if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
-    }
-    if (queue.empty()) return done(LeaseError::kOk, {});
-    auto lowest = std::min_element(queue.begin(), queue.end(),
-                                   [](auto& a, auto& b) { return a.sequence < b.sequence; });
-    std::string node = path + "/" + lowest->name;
-    uint32_t waiters = static_cast<uint32_t>(queue.size() - 1);
-    zk_.get(node, [this, alive, node, waiters, done = std::move(done)](zk::GetResult got) {
-      if (!alive.lock()) return;
-      if (got.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});  // just handed over
-      if (got.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
-      HolderInfo info{
-          true, static_cast<uint64_t>(got.stat.czxid), got.data, got.stat.ctimeMs, waiters, false};
-      for (auto& [id, r] : requests_) {
-        if (r->node == node && r->state == State::kHeld) {
-          info.thisSidecar = true;
-          info.sinceUnixMs = r->grantedUnixMs;
+  zk_.getChildren(
+      path, whileAlive([this, path, done = std::move(done)](const zk::ChildrenResult& res) mutable {
+        if (res.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
+        if (res.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
+        std::vector<QueueNode> queue;
+        for (auto& child : res.children) {
+          if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
         }
-      }
-      done(LeaseError::kOk, info);
-    });
-  });
+        if (queue.empty()) return done(LeaseError::kOk, {});
+        auto lowest = std::min_element(queue.begin(), queue.end(),
+                                       [](auto& a, auto& b) { return a.sequence < b.sequence; });
+        std::string node = path + "/" + lowest->name;
+        uint32_t waiters = static_cast<uint32_t>(queue.size() - 1);
+        zk_.get(node, whileAlive([this, node, waiters,
+                                  done = std::move(done)](const zk::GetResult& got) mutable {
+                  // Not there: just handed over.
+                  if (got.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
+                  if (got.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
+                  HolderInfo info{true,     static_cast<uint64_t>(got.stat.czxid),
+                                  got.data, got.stat.ctimeMs,
+                                  waiters,  false};
+                  for (auto& [id, r] : requests_) {
+                    if (r->node == node && r->state == State::kHeld) {
+                      info.thisSidecar = true;
+                      info.sinceUnixMs = r->grantedUnixMs;
+                    }
+                  }
+                  done(LeaseError::kOk, info);
+                }));
+      }));
 }
 
 EngineStatus LockEngine::status() const {
   EngineStatus s;
   s.grantsTotal = grantsTotal_;
+  s.pendingDeletes = static_cast<uint32_t>(deletes_.pending());
+  s.droppedDeletes = deletes_.dropped();
   for (auto& [id, r] : requests_) {
     if (r->state == State::kHeld) {
       ++s.held;
@@ -700,23 +730,25 @@ void LockEngine::shutdown(std::function<void()> done) {
       ++*pending;
       Millis validFor = validity(*r).valid;
       timer_.cancel(r->ttlTimer);
-      r->state = State::kLost;
+      r->ttlTimer = 0;
+      moveTo(*r, State::kLost);
       r->lossReason = LossReason::kSidecarShutdown;
       spdlog::info("release lock={} token={} client={} (sidecar shutting down)", r->spec.name,
                    r->stat.czxid, r->spec.client);
       // The node goes (and the next holder may be granted) only once the holder has taken the
       // notice in, or once the validity it was given has run out: never two valid holders.
       auto removed = std::make_shared<bool>(false);
-      auto removeNode = [this, removed, node = r->node, finish] {
+      // (Its timer and the holder's answer may come after the engine is gone.)
+      auto removeNode = whileAlive([this, removed, node = r->node, finish] {
         if (std::exchange(*removed, true)) return;
-        deleteNode(node, finish);
-      };
+        deleteNode(node, [finish](bool) { finish(); });
+      });
       timer_.schedule(timer_.now() + validFor, removeNode);
       if (r->spec.onLost) r->spec.onLost(r->stat.czxid, LossReason::kSidecarShutdown, removeNode);
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
       if (!r->node.empty()) {
         ++*pending;
-        deleteNode(r->node, finish);
+        deleteNode(r->node, [finish](bool) { finish(); });
         r->node.clear();
       }
       fail(*r, LeaseError::kShuttingDown);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sidecar/common/clock.h"
+#include "sidecar/engine/delete_queue.h"
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/engine/session_guard.h"
 #include "sidecar/zk/zk_client.h"
@@ -41,6 +42,10 @@ struct EngineConfig {
   // No grant while the session is vouched for less than this (0: a quarter of the session
   // timeout): a request stays queued until vouching recovers or its wait runs out.
   Millis minGrantVouch{0};
+  // release() answers once its delete is confirmed or after this long, whichever comes first.
+  Millis releaseAnswerWait{100};
+  // Unconfirmed node deletions kept for retry (see DeleteQueue); while full, acquires are refused.
+  size_t maxPendingDeletes = 1'000;
 };
 
 class LockEngine {
@@ -63,8 +68,10 @@ class LockEngine {
 
   Validity renew(LeaseId id, Millis ttl);
   Validity token(LeaseId id);
-  // Deletes the lease's node; `done` runs once ZooKeeper confirmed it (or the lease was not held).
-  void release(LeaseId id, std::function<void(LeaseError)> done);
+  // Ends the lease at once (it is not valid from this call on) and deletes its node. `done` runs
+  // once ZooKeeper confirmed the delete or after releaseAnswerWait, whichever comes first, and
+  // says which; an unconfirmed delete stays queued (DeleteQueue). At once when not held.
+  void release(LeaseId id, std::function<void(ReleaseOutcome)> done);
 
   void holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done);
   EngineStatus status() const;
@@ -77,9 +84,30 @@ class LockEngine {
   // was given runs out.
   void shutdown(std::function<void()> done);
 
-
  private:
   struct Request;
+  enum class State;
+
+  // Lifetime rules of the engine's callbacks:
+  // - ZooKeeper answers and watches, and retry timers, may run after the engine is gone (the
+  //   client's and the timer's queues outlive it), after their request was withdrawn, or after it
+  //   started over in a new session. They capture ids only and go through resume() (or
+  //   whileAlive() when they serve no request), which re-finds what they act on.
+  // - A request's own timers (wait, TTL) are cancelled whenever the request leaves the state that
+  //   armed them and when the engine is destroyed: they find their request by id alone.
+  // - The SessionGuard's and the DeleteQueue's callbacks need nothing: the engine owns both, and
+  //   they call back only while they live.
+  // - Callbacks handed to the engine (acquire's `done`, `onLost`, release's `done`) belong to the
+  //   request and die with it; release's `done` may run after the engine is gone (its timer).
+  //   shutdown()'s deletions wait on timers and on holders' answers: they go through whileAlive().
+  template <typename Step, typename Stale>
+  auto resume(const Request& r, State state, Step step, Stale stale);
+  template <typename Step>
+  auto resume(const Request& r, State state, Step step);
+  template <typename Fn>
+  auto whileAlive(Fn fn);
+  // The one place a request changes state; aborts on a transition the lifecycle does not have.
+  void moveTo(Request& r, State next);
 
   Request* find(LeaseId id, uint32_t attempt);
   Request* find(LeaseId id);
@@ -87,11 +115,14 @@ class LockEngine {
   std::string lockPath(const std::string& name) const;
 
   void startCreate(Request& r);
-  void onCreated(LeaseId id, uint32_t attempt, const zk::CreateResult& result);
+  void onCreated(Request& r, const zk::CreateResult& result);
   void recoverCreate(Request& r);
+  void recoverLater(Request& r);
+  void findCreatedNode(Request& r);
+  void adoptCreatedNode(Request& r, const std::string& path);
   void ensureParents(Request& r, size_t level, int restarts);
   void checkQueue(Request& r);
-  void onChildren(LeaseId id, uint32_t attempt, const zk::ChildrenResult& result);
+  void onChildren(Request& r, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);
   void grant(Request& r);
   void armTtlTimer(Request& r);
@@ -100,10 +131,11 @@ class LockEngine {
   void fail(Request& r, LeaseError error);
   void erase(LeaseId id);
 
-  void deleteNode(const std::string& path, std::function<void()> done = nullptr);
+  void deleteNode(const std::string& path, DeleteQueue::Done done = nullptr);
   void deleteOrphansByGuid(const std::string& lockPath, const std::string& guid);
   void sweepOrphans(const std::string& lockPath, const std::vector<std::string>& children);
-  void retryLater(LeaseId id, uint32_t attempt, std::function<void(Request&)> step);
+  void retryLater(const Request& r, std::function<void(Request&)> step);
+  void onOwnNode(Request& r, bool arming, const zk::GetResult& res);
   void onSessionState(zk::SessionState state);
   void onUnsafe();
   void onGrantable();
@@ -121,6 +153,7 @@ class LockEngine {
   bool shuttingDown_ = false;
   uint64_t grantsTotal_ = 0;
   std::unique_ptr<SessionGuard> guard_;
+  DeleteQueue deletes_;
   // Lowest in their queue, not granted while the session is vouched for less than the floor.
   std::vector<LeaseId> awaitingSafety_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -64,10 +64,13 @@ class LeaseImpl final : public ipc::Lease::Server {
 
   kj::Promise<void> release(ReleaseContext context) override {
     context.allowCancellation();  // the node is deleted all the same; only the answer is dropped
-    auto released = bridge<engine::LeaseError>();
+    auto released = bridge<engine::ReleaseOutcome>();
     engine_.release(id_, kj::mv(released.callback));
-    return released.promise.then(
-        [context](engine::LeaseError e) mutable { context.getResults().setError(toIpc(e)); });
+    return released.promise.then([context](engine::ReleaseOutcome o) mutable {
+      auto results = context.getResults();
+      results.setError(toIpc(o.error));
+      results.setConfirmed(o.confirmed);
+    });
   }
 
  private:
@@ -176,6 +179,8 @@ class SidecarImpl final : public ipc::Sidecar::Server {
         std::chrono::duration_cast<Millis>(ctx_.timer.now() - ctx_.startedAt).count()));
     out.setGrantsTotal(s.grantsTotal);
     out.setRoot(ctx_.root);
+    out.setPendingDeletes(s.pendingDeletes);
+    out.setDroppedDeletes(s.droppedDeletes);
     auto leases = out.initLeases(static_cast<unsigned>(s.leases.size()));
     for (unsigned i = 0; i < s.leases.size(); ++i) {
       leases[i].setName(s.leases[i].name);

@@ -29,23 +29,14 @@ void FakeZkClient::setState(SessionState state) {
 
 void FakeZkClient::create(const std::string& path, const std::string& data, CreateMode mode,
                           CreateCallback done) {
-  CreateResult result{Code::kConnectionLoss, {}, {}};
-  if (!disconnected()) {
-    if (!server_.createFaults_.empty()) {
-      auto fault = server_.createFaults_.front();
-      server_.createFaults_.erase(server_.createFaults_.begin());
-      if (fault.apply) server_.doCreate(session_, path, data, mode);
-      result.code = fault.code;
-    } else {
-      result = server_.doCreate(session_, path, data, mode);
-    }
-  }
+  CreateResult result{failure(), {}, {}};
+  if (connected()) result = server_.doCreate(session_, path, data, mode);
   post([done = std::move(done), result = std::move(result)] { done(result); });
 }
 
 void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
-  ChildrenResult result{Code::kConnectionLoss, {}};
-  if (!disconnected()) {
+  ChildrenResult result{failure(), {}};
+  if (connected()) {
     result.code = server_.exists(path) ? Code::kOk : Code::kNoNode;
     result.children = server_.childrenOf(path);
   }
@@ -53,8 +44,8 @@ void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
 }
 
 void FakeZkClient::get(const std::string& path, GetCallback done) {
-  GetResult result{Code::kConnectionLoss, {}, {}};
-  if (!disconnected()) {
+  GetResult result{failure(), {}, {}};
+  if (connected()) {
     auto it = server_.nodes_.find(path);
     if (it == server_.nodes_.end()) {
       result.code = Code::kNoNode;
@@ -66,23 +57,19 @@ void FakeZkClient::get(const std::string& path, GetCallback done) {
 }
 
 void FakeZkClient::getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) {
-  if (!disconnected() && server_.exists(path)) {
+  if (connected() && server_.exists(path)) {
     server_.watches_.emplace(path, FakeZkServer::Watch{this, std::move(onChange)});
   }
   get(path, std::move(done));
 }
 
 void FakeZkClient::remove(const std::string& path, CodeCallback done) {
-  Code code = disconnected() ? Code::kConnectionLoss : server_.doRemove(path);
+  Code code = connected() ? server_.doRemove(path) : failure();
   post([done = std::move(done), code] { done(code); });
 }
 
 void FakeZkClient::sync(const std::string&, CodeCallback done) {
-  if (syncStalled_ && !disconnected()) {
-    heldSyncs_.push_back(std::move(done));
-    return;
-  }
-  Code code = disconnected() ? Code::kConnectionLoss : Code::kOk;
+  Code code = connected() ? Code::kOk : failure();
   post([done = std::move(done), code] { done(code); });
 }
 
@@ -107,24 +94,21 @@ void FakeZkServer::closeSession(int64_t session) {
   for (auto& path : ephemerals) doRemove(path);
 }
 
-void FakeZkServer::setDisconnected(FakeZkClient& client, bool disconnected) {
-  client.setState(disconnected ? SessionState::kConnecting : SessionState::kConnected);
-}
-
-void FakeZkServer::setSyncStalled(FakeZkClient& client, bool stalled) {
-  client.syncStalled_ = stalled;
-  if (stalled) return;
-  for (auto& done : client.heldSyncs_) {
-    client.post([done = std::move(done)] { done(Code::kOk); });
-  }
-  client.heldSyncs_.clear();
-}
-
 void FakeZkServer::expireSession(FakeZkClient& client) {
   closeSession(client.session_);
-  client.setState(SessionState::kExpired);
-  client.session_ = openSession(&client);
-  client.setState(SessionState::kConnected);
+  // As a real server ends a session: it closes the connection, the client's next connect is told
+  // the session expired, and only then does the client open a new one.
+  client.setState(SessionState::kConnecting);
+  client.post([this, &client] {
+    client.setState(SessionState::kExpired);
+    client.post([this, &client] {
+      client.state_ = SessionState::kConnecting;  // (not told, as by the real client)
+      client.post([this, &client] {
+        client.session_ = openSession(&client);
+        client.setState(SessionState::kConnected);
+      });
+    });
+  });
 }
 
 void FakeZkServer::removeExternally(const std::string& path) { doRemove(path); }

@@ -1,6 +1,8 @@
 // An in-memory ZooKeeper for fast, deterministic engine tests: one FakeZkServer (the znode tree,
-// zxids, sessions, ephemeral and sequential nodes, watches, injected faults) and one FakeZkClient
-// per session. Single-threaded: answers are posted to an Executor, as the real client posts them.
+// zxids, sessions, ephemeral and sequential nodes, watches) and one FakeZkClient per session.
+// Single-threaded: answers are posted to an Executor, as the real client posts them. It fails
+// only the way a healthy server does (expiry, nodes changed by others); network and server faults
+// come from FaultyZkClient around it. tests/unit/zk_conformance_test.cc holds it to a real server.
 #pragma once
 
 #include <map>
@@ -39,33 +41,27 @@ class FakeZkClient final : public Client {
   friend class FakeZkServer;
   void post(std::function<void()> fn);
   void setState(SessionState state);
-  bool disconnected() const { return state_ != SessionState::kConnected; }
+  bool connected() const { return state_ == SessionState::kConnected; }
+  // What a request fails with while not connected.
+  Code failure() const {
+    return state_ == SessionState::kExpired ? Code::kSessionExpired : Code::kConnectionLoss;
+  }
 
   FakeZkServer& server_;
   Executor& executor_;
   int64_t session_ = 0;
   SessionState state_ = SessionState::kConnected;
-  bool syncStalled_ = false;
   int serversLeft_ = 0;
-  std::vector<CodeCallback> heldSyncs_;
   std::function<void(SessionState)> listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 class FakeZkServer {
  public:
-  // Fault injection, consumed by the next create of any session:
-  // the create is applied, but its caller is told `code` (the ambiguous case)...
-  void failNextCreateAfterApply(Code code) { createFaults_.push_back({true, code}); }
-  // ... or it is not applied and fails with `code`.
-  void failNextCreateBeforeApply(Code code) { createFaults_.push_back({false, code}); }
-  // While disconnected, every request of that client fails with kConnectionLoss; its session lives.
-  void setDisconnected(FakeZkClient& client, bool disconnected);
-  // While stalled, that client's syncs get no answer (reads still do): a follower that answers
-  // reads while its leader is frozen. Unstalling answers the held syncs.
-  void setSyncStalled(FakeZkClient& client, bool stalled);
-  // Ends a session: its ephemerals vanish, its watches are dropped, its client sees kExpired and
-  // then kConnected with a new session (as the real client re-initialises itself).
+  // Ends a session: its ephemerals vanish, its watches are dropped; its client sees kConnecting
+  // (the server closed the connection), then on later turns of the executor kExpired and
+  // kConnected with a new session, as the real client re-initialises itself. Requests fail
+  // meanwhile with kConnectionLoss, then kSessionExpired.
   void expireSession(FakeZkClient& client);
   // Deletes a node as another client would (fires watches).
   void removeExternally(const std::string& path);
@@ -89,10 +85,6 @@ class FakeZkServer {
     int32_t nextSequence = 0;
     bool hadChildren = false;
   };
-  struct Fault {
-    bool apply;
-    Code code;
-  };
   struct Watch {
     FakeZkClient* client;
     Client::WatchCallback fn;
@@ -111,7 +103,6 @@ class FakeZkServer {
   std::map<std::string, Node> nodes_{{"/", Node{}}};
   std::map<int64_t, FakeZkClient*> sessions_;
   std::multimap<std::string, Watch> watches_;
-  std::vector<Fault> createFaults_;
 };
 
 }  // namespace fencekeeper::zk

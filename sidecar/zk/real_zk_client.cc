@@ -347,6 +347,11 @@ RealZkClient::~RealZkClient() {
 SessionState RealZkClient::sessionState() const { return shared_->state; }
 int64_t RealZkClient::sessionId() const { return shared_->sessionId; }
 int32_t RealZkClient::negotiatedTimeoutMs() const { return shared_->negotiatedTimeoutMs; }
+std::string RealZkClient::sessionPassword() const {
+  const clientid_t* id = shared_->zh ? zoo_client_id(shared_->zh) : nullptr;
+  return id && id->client_id ? std::string(id->passwd, sizeof id->passwd) : std::string();
+}
+
 void RealZkClient::setSessionListener(std::function<void(SessionState)> listener) {
   shared_->listener = std::move(listener);
 }

@@ -39,6 +39,9 @@ class RealZkClient final : public Client {
   int64_t sessionId() const override;
   int32_t negotiatedTimeoutMs() const override;
   void setSessionListener(std::function<void(SessionState)> listener) override;
+  // The session's password (empty before the first connect), for tests that expire the session
+  // for real: a second handle opened with this id and password, then closed, ends it.
+  std::string sessionPassword() const;
 
   struct Shared;  // state shared with the C client's threads (defined in the .cc)
 

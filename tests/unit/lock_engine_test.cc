@@ -1,5 +1,7 @@
-// The lock engine against the in-memory ZooKeeper: ordering, predecessor watches, ambiguous
-// creates, release, TTL and session loss, all with time driven by a manual timer.
+// The lock engine against the in-memory ZooKeeper: ordering, predecessor watches, orphans,
+// release, TTL and shutdown, all with time driven by a manual timer. The fault scenarios (lost
+// connections, frozen servers, expiry, ambiguous creates) are in tests/fault/engine_fault_test.cc,
+// run on the fake and on a real server.
 #include "sidecar/engine/lock_engine.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 
 #include "sidecar/engine/lock_name.h"
 #include "sidecar/zk/fake_zk.h"
+#include "tests/support/engine_request.h"
 #include "tests/support/manual_executor.h"
 
 namespace fencekeeper::engine {
@@ -29,12 +32,7 @@ struct Sidecar {
   LockEngine engine;
 };
 
-// The outcome of one acquire, filled in when the engine answers.
-struct Pending {
-  std::optional<AcquireOutcome> outcome;
-  std::vector<LossReason> losses;
-  bool granted() const { return outcome && outcome->error == LeaseError::kOk; }
-};
+using Pending = testing::EngineRequest;
 
 class LockEngineTest : public ::testing::Test {
  protected:
@@ -51,27 +49,17 @@ class LockEngineTest : public ::testing::Test {
   }
   std::unique_ptr<Pending> acquire(Sidecar& s, const std::string& name, Millis wait = Millis(60000),
                                    Millis ttl = Millis(10000)) {
-    auto p = std::make_unique<Pending>();
-    AcquireSpec spec;
-    spec.name = name;
-    spec.ownerLabel = "worker";
-    spec.client = "test";
-    spec.ttl = ttl;
-    spec.wait = wait;
-    Pending* raw = p.get();
-    spec.onLost = [raw](uint64_t, LossReason reason, std::function<void()> told) {
-      raw->losses.push_back(reason);
-      told();
-    };
-    s.engine.acquire(std::move(spec), [raw](AcquireOutcome o) { raw->outcome = o; });
+    auto p = testing::startRequest(s.engine, name, wait, ttl);
     settle();
     return p;
   }
   void release(Sidecar& s, Pending& p) {
-    std::optional<LeaseError> result;
-    s.engine.release(p.outcome->id, [&](LeaseError e) { result = e; });
+    std::optional<ReleaseOutcome> result;
+    s.engine.release(p.outcome->id, [&](ReleaseOutcome o) { result = o; });
     settle();
-    ASSERT_EQ(result, LeaseError::kOk);
+    ASSERT_TRUE(result);
+    ASSERT_EQ(result->error, LeaseError::kOk);
+    EXPECT_TRUE(result->confirmed);
     s.engine.withdraw(p.outcome->id);
     settle();
   }
@@ -159,96 +147,6 @@ TEST_F(LockEngineTest, WaitTimeoutDeletesTheWaitersNode) {
   EXPECT_EQ(queue("x").size(), 1u);
 }
 
-TEST_F(LockEngineTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
-  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
-  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
-  auto p = acquire(a, "x");
-  EXPECT_FALSE(p->outcome);
-  EXPECT_EQ(queue("x").size(), 1u);  // applied, answer lost
-  timer.advance(Millis(100));
-  settle();
-  ASSERT_TRUE(p->granted());
-  EXPECT_EQ(queue("x").size(), 1u);  // never two nodes for one request
-  release(a, *p);
-  EXPECT_TRUE(queue("x").empty());  // and no orphan
-  auto next = acquire(b, "x");
-  EXPECT_TRUE(next->granted());
-}
-
-TEST_F(LockEngineTest, AmbiguousCreateThatWasNotAppliedIsCreatedOnce) {
-  server.failNextCreateBeforeApply(zk::Code::kOperationTimeout);
-  auto p = acquire(a, "x");
-  timer.advance(Millis(100));
-  settle();
-  ASSERT_TRUE(p->granted());
-  EXPECT_EQ(queue("x").size(), 1u);
-}
-
-TEST_F(LockEngineTest, WithdrawDuringAmbiguousCreateLeavesNoOrphan) {
-  acquire(a, "warmup");
-  auto holder = acquire(b, "x");
-  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
-  AcquireSpec spec;
-  spec.name = "x";
-  spec.wait = Millis(10000);
-  bool answered = false;
-  a.engine.acquire(spec, [&](AcquireOutcome) { answered = true; });
-  // The id is the engine's next: withdraw before the create's answer arrives.
-  a.engine.withdraw(2);
-  settle();
-  timer.advance(Millis(200));
-  settle();
-  EXPECT_FALSE(answered);
-  EXPECT_EQ(queue("x").size(), 1u);
-  release(b, *holder);
-  EXPECT_TRUE(queue("x").empty());
-}
-
-// Regression: a request that times out while its ambiguous create is still being recovered must
-// not leave the applied node behind to block the lock.
-TEST_F(LockEngineTest, TimeoutDuringAmbiguousCreateRecoveryLeavesNoOrphan) {
-  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
-  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kPersistent);
-  server.failNextCreateAfterApply(zk::Code::kConnectionLoss);
-  AcquireSpec spec;
-  spec.name = "x";
-  spec.wait = Millis(500);
-  std::optional<AcquireOutcome> outcome;
-  a.engine.acquire(spec, [&](AcquireOutcome o) { outcome = o; });
-  server.setDisconnected(a.zk, true);  // recovery cannot run...
-  settle();
-  timer.advance(Millis(500));  // ...before the wait runs out
-  settle();
-  ASSERT_TRUE(outcome);
-  EXPECT_EQ(outcome->error, LeaseError::kZkUnavailable);
-  EXPECT_EQ(queue("x").size(), 1u);  // the applied node, still there
-  server.setDisconnected(a.zk, false);
-  settle();
-  timer.advance(Millis(100));
-  settle();
-  EXPECT_TRUE(queue("x").empty());
-  EXPECT_TRUE(acquire(b, "x", Millis(0))->granted());
-}
-
-// Regression: the watch on a held lease's own node is armed again after a reconnect.
-TEST_F(LockEngineTest, NodeDeletedAfterAReconnectIsNoticed) {
-  auto holder = acquire(a, "x");
-  server.setDisconnected(a.zk, true);
-  settle();
-  server.setDisconnected(a.zk, false);
-  settle();
-  server.removeExternally(server.childrenOf("/fencekeeper/locks/x").size() == 1
-                              ? "/fencekeeper/locks/x/" + queue("x")[0]
-                              : "");
-  settle();
-  ASSERT_EQ(holder->losses.size(), 1u);
-  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
-  EXPECT_EQ(a.engine.token(holder->outcome->id).error, LeaseError::kLost);
-}
-
 TEST_F(LockEngineTest, OrphanWithThisSidecarsPrefixIsSwept) {
   auto holder = acquire(b, "x");
   server.createExternally("/fencekeeper/locks/x/fkaaaa-99__lock__", "",
@@ -316,23 +214,6 @@ TEST_F(LockEngineTest, TokenRisesAfterTheParentIsReapedAndRecreated) {
   EXPECT_GT(second->outcome->token, first->outcome->token);
 }
 
-TEST_F(LockEngineTest, SessionExpiryLosesHeldLeasesAndRequeuesWaiters) {
-  auto held = acquire(a, "x");
-  auto holderB = acquire(b, "y");
-  auto waiting = acquire(a, "y");
-  server.expireSession(a.zk);
-  settle();
-  ASSERT_EQ(held->losses.size(), 1u);
-  EXPECT_EQ(held->losses[0], LossReason::kSessionLost);
-  EXPECT_EQ(a.engine.token(held->outcome->id).error, LeaseError::kLost);
-  EXPECT_EQ(queue("y").size(), 2u);  // the waiter queued again in the new session
-  release(b, *holderB);
-  EXPECT_FALSE(waiting->outcome) << "granted before the new session was vouched for";
-  warmUp();
-  ASSERT_TRUE(waiting->granted());
-  EXPECT_GT(waiting->outcome->token, holderB->outcome->token);
-}
-
 TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
   auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
   auto v = a.engine.token(holder->outcome->id);
@@ -342,122 +223,6 @@ TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
   EXPECT_GT(v.valid, Millis(0));
   EXPECT_EQ(v.valid, a.engine.safeFor());
   EXPECT_LE(holder->outcome->valid, v.valid) << "the grant itself said more";
-}
-
-TEST_F(LockEngineTest, CutOffSidecarGivesUpItsLeasesAndDeletesTheNodeWhenBack) {
-  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
-  auto standby = acquire(b, "x");
-  server.setDisconnected(a.zk, true);
-  settle();
-  for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  ASSERT_EQ(holder->losses.size(), 1u);
-  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
-  EXPECT_EQ(a.engine.renew(holder->outcome->id, Millis(0)).error, LeaseError::kLost);
-  EXPECT_EQ(queue("x").size(), 2u);  // the node lives on while cut off...
-  EXPECT_FALSE(standby->outcome);
-  server.setDisconnected(a.zk, false);
-  settle();
-  timer.advance(Millis(100));  // the deletion's retry
-  settle();
-  EXPECT_EQ(queue("x").size(), 1u);  // ...and goes as soon as the connection is back
-  ASSERT_TRUE(standby->granted());
-  EXPECT_GT(standby->outcome->token, holder->outcome->token);
-}
-
-TEST_F(LockEngineTest, NoGrantWhileTheSessionCannotBeVouchedFor) {
-  auto holder = acquire(b, "x");
-  auto waiter = acquire(a, "x");
-  server.setDisconnected(a.zk, true);
-  settle();
-  for (int i = 0; i < 40; ++i) {  // a's vouching runs out; b keeps its heartbeats answered
-    timer.advance(Millis(100));
-    settle();
-  }
-  EXPECT_EQ(a.engine.safeFor(), Millis(0));
-  EXPECT_GT(b.engine.safeFor(), Millis(0));
-  server.setDisconnected(a.zk, false);
-  // b releases while a has reconnected but has not yet had its heartbeats answered.
-  std::optional<LeaseError> released;
-  b.engine.release(holder->outcome->id, [&](LeaseError e) { released = e; });
-  settle();
-  ASSERT_EQ(released, LeaseError::kOk);
-  EXPECT_FALSE(waiter->outcome) << "granted on the heartbeat from before the cut";
-  warmUp();
-  ASSERT_TRUE(waiter->granted());  // granted only after the guard's heartbeats came back
-  EXPECT_GT(a.engine.safeFor(), Millis(0));
-}
-
-TEST_F(LockEngineTest, ReadsAnsweredWithoutTheLeaderAreNotEnoughToGrant) {
-  auto holder = acquire(b, "x");
-  auto waiter = acquire(a, "x");
-  server.setSyncStalled(a.zk, true);  // a's follower answers reads; its leader is frozen
-  for (int i = 0; i < 40; ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  EXPECT_EQ(a.engine.safeFor(), Millis(0));
-  release(b, *holder);  // a's waiter is now the lowest node, and a can read that...
-  EXPECT_EQ(queue("x").size(), 1u);
-  EXPECT_FALSE(waiter->outcome) << "...but must not be granted";
-  server.setSyncStalled(a.zk, false);
-  settle();
-  EXPECT_FALSE(waiter->outcome) << "a heartbeat held for 4 s proves nothing";
-  warmUp();
-  warmUp();
-  ASSERT_TRUE(waiter->granted());
-}
-
-// Observed on a 3-server ensemble: a grant with 5 ms of vouching left, lost 5-14 ms later.
-TEST_F(LockEngineTest, NoGrantWhileVouchingIsBelowTheFloor) {
-  auto holder = acquire(b, "x");
-  auto waiter = acquire(a, "x");
-  server.setSyncStalled(a.zk, true);  // a's vouching runs down, b's does not
-  while (a.engine.safeFor() >= Millis(1000)) {
-    timer.advance(Millis(50));
-    settle();
-  }
-  ASSERT_GT(a.engine.safeFor(), Millis(0));
-  release(b, *holder);
-  EXPECT_FALSE(waiter->outcome) << "granted with " << a.engine.safeFor().count()
-                                << " ms of vouching left";
-  server.setSyncStalled(a.zk, false);
-  settle();
-  warmUp();
-  warmUp();
-  ASSERT_TRUE(waiter->granted());
-  EXPECT_GE(waiter->outcome->valid, Millis(1000));
-}
-
-TEST_F(LockEngineTest, HeldLeaseIsLostWhenOnlyTheLeaderIsUnreachable) {
-  auto holder = acquire(a, "x", Millis(60000), Millis(3'600'000));
-  server.setSyncStalled(a.zk, true);
-  for (int i = 0; i < 40 && holder->losses.empty(); ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  ASSERT_EQ(holder->losses.size(), 1u);
-  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
-  EXPECT_TRUE(queue("x").empty());  // the connection works: its node went at once
-}
-
-TEST_F(LockEngineTest, TryOnceWithZooKeeperOutOfReachFailsAtOnce) {
-  server.setDisconnected(a.zk, true);
-  for (int i = 0; i < 40; ++i) {
-    timer.advance(Millis(100));
-    settle();
-  }
-  auto attempt = acquire(a, "x", Millis(0));
-  ASSERT_TRUE(attempt->outcome);
-  EXPECT_EQ(attempt->outcome->error, LeaseError::kZkUnavailable);
-  auto waiter = acquire(a, "y", Millis(300));  // a wait rides the outage out, up to its deadline
-  EXPECT_FALSE(waiter->outcome);
-  timer.advance(Millis(300));
-  settle();
-  ASSERT_TRUE(waiter->outcome);
-  EXPECT_EQ(waiter->outcome->error, LeaseError::kZkUnavailable);
 }
 
 TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {

@@ -104,6 +104,8 @@ struct SidecarStatus {
   uint64_t grantsTotal = 0;
   std::string root;
   std::vector<LeaseSummary> leases;
+  uint32_t pendingDeletes = 0;  // lock node deletions ZooKeeper has not confirmed yet
+  uint64_t droppedDeletes = 0;  // unconfirmed deletions the sidecar gave up at its bound
 };
 
 class ClientImpl;
@@ -134,6 +136,10 @@ class Lease {
   // Starts or stops keep-alive for this lease (AcquireOptions::keepAlive chose the start).
   Status setKeepAlive(bool on);
   Status release();
+  // As release(); `confirmed` says whether ZooKeeper confirmed the node gone before the sidecar
+  // answered (false: it answered after about 100 ms and deletes the node as soon as it can; the
+  // lease ended all the same).
+  Status release(bool* confirmed);
 
  private:
   friend class ClientImpl;

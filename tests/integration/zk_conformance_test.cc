@@ -1,0 +1,266 @@
+// One suite, run on the in-memory fake and on a real ZooKeeper server: every zk::Client operation
+// and session event the lock engine relies on behaves the same on both, so the fake stays honest.
+// The FaultyZkClient cases check that its faults look alike over either client.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "sidecar/zk/faulty_zk_client.h"
+#include "tests/support/zk_backends.h"
+
+namespace fencekeeper::testing {
+namespace {
+
+using zk::Code;
+using zk::CreateMode;
+using zk::SessionState;
+
+template <typename Backend>
+class ZkConformanceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { Backend::startServer(); }
+  static void TearDownTestSuite() { Backend::stopServer(); }
+
+  zk::CreateResult create(zk::Client& c, const std::string& path, CreateMode mode,
+                          const std::string& data = "") {
+    std::optional<zk::CreateResult> out;
+    c.create(path, data, mode, [&](zk::CreateResult r) { out = r; });
+    EXPECT_TRUE(env.until([&] { return out.has_value(); }));
+    return out.value_or(zk::CreateResult{Code::kOther, {}, {}});
+  }
+  zk::GetResult get(zk::Client& c, const std::string& path) {
+    std::optional<zk::GetResult> out;
+    c.get(path, [&](zk::GetResult r) { out = r; });
+    EXPECT_TRUE(env.until([&] { return out.has_value(); }));
+    return out.value_or(zk::GetResult{Code::kOther, {}, {}});
+  }
+  zk::ChildrenResult children(zk::Client& c, const std::string& path) {
+    std::optional<zk::ChildrenResult> out;
+    c.getChildren(path, [&](zk::ChildrenResult r) { out = r; });
+    EXPECT_TRUE(env.until([&] { return out.has_value(); }));
+    return out.value_or(zk::ChildrenResult{Code::kOther, {}});
+  }
+  Code remove(zk::Client& c, const std::string& path) {
+    std::optional<Code> out;
+    c.remove(path, [&](Code r) { out = r; });
+    EXPECT_TRUE(env.until([&] { return out.has_value(); }));
+    return out.value_or(Code::kOther);
+  }
+  Code sync(zk::Client& c, const std::string& path) {
+    std::optional<Code> out;
+    c.sync(path, [&](Code r) { out = r; });
+    EXPECT_TRUE(env.until([&] { return out.has_value(); }));
+    return out.value_or(Code::kOther);
+  }
+  std::string path(const std::string& rest) { return env.base() + rest; }
+
+  Backend env;
+  std::unique_ptr<zk::Client> client = env.newClient();
+};
+
+// The last two states a listener saw: the session expired, and a new one is connected.
+bool expiredThenConnected(const std::vector<SessionState>& seen) {
+  size_t n = seen.size();
+  return n >= 2 && seen[n - 2] == SessionState::kExpired && seen[n - 1] == SessionState::kConnected;
+}
+
+TYPED_TEST_SUITE(ZkConformanceTest, testing::ZkBackends, testing::ZkBackendNames);
+
+TYPED_TEST(ZkConformanceTest, NewClientIsConnectedWithASessionAndATimeout) {
+  EXPECT_EQ(this->client->sessionState(), SessionState::kConnected);
+  EXPECT_NE(this->client->sessionId(), 0);
+  EXPECT_GT(this->client->negotiatedTimeoutMs(), 0);
+}
+
+TYPED_TEST(ZkConformanceTest, CreateModesAndTheirStat) {
+  auto& c = *this->client;
+  auto persistent = this->create(c, this->path("/p"), CreateMode::kPersistent, "data");
+  ASSERT_EQ(persistent.code, Code::kOk);
+  EXPECT_EQ(persistent.path, this->path("/p"));
+  EXPECT_GT(persistent.stat.czxid, 0);
+  EXPECT_EQ(persistent.stat.ephemeralOwner, 0);
+  EXPECT_EQ(this->create(c, this->path("/p"), CreateMode::kPersistent).code, Code::kNodeExists);
+  EXPECT_EQ(this->create(c, this->path("/missing/x"), CreateMode::kPersistent).code, Code::kNoNode);
+  EXPECT_EQ(this->create(c, this->path("/container"), CreateMode::kContainer).code, Code::kOk);
+
+  auto first = this->create(c, this->path("/p/guid__lock__"), CreateMode::kEphemeralSequential);
+  auto second = this->create(c, this->path("/p/guid__lock__"), CreateMode::kEphemeralSequential);
+  ASSERT_EQ(first.code, Code::kOk);
+  ASSERT_EQ(second.code, Code::kOk);
+  // Ten digits of the parent's counter, appended to the name asked for.
+  EXPECT_EQ(first.path, this->path("/p/guid__lock__0000000000"));
+  EXPECT_EQ(second.path, this->path("/p/guid__lock__0000000001"));
+  EXPECT_GT(second.stat.czxid, first.stat.czxid);
+  EXPECT_EQ(first.stat.ephemeralOwner, c.sessionId());
+  // The Stat in the answer is the node's (the czxid is the fencing token).
+  EXPECT_EQ(this->env.stat(first.path).czxid, first.stat.czxid);
+}
+
+TYPED_TEST(ZkConformanceTest, GetChildrenListsNamesAndKnowsMissingNodes) {
+  auto& c = *this->client;
+  this->create(c, this->path("/q"), CreateMode::kPersistent);
+  this->create(c, this->path("/q/a"), CreateMode::kPersistent);
+  this->create(c, this->path("/q/b"), CreateMode::kPersistent);
+  this->create(c, this->path("/q/a/deeper"), CreateMode::kPersistent);
+  auto listed = this->children(c, this->path("/q"));
+  ASSERT_EQ(listed.code, Code::kOk);
+  std::sort(listed.children.begin(), listed.children.end());
+  EXPECT_EQ(listed.children, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(this->children(c, this->path("/nope")).code, Code::kNoNode);
+}
+
+TYPED_TEST(ZkConformanceTest, GetReturnsDataAndStat) {
+  auto& c = *this->client;
+  auto made = this->create(c, this->path("/g"), CreateMode::kPersistent, "owner label");
+  auto got = this->get(c, this->path("/g"));
+  ASSERT_EQ(got.code, Code::kOk);
+  EXPECT_EQ(got.data, "owner label");
+  EXPECT_EQ(got.stat.czxid, made.stat.czxid);
+  EXPECT_GT(got.stat.ctimeMs, 0);
+  EXPECT_EQ(this->get(c, this->path("/nope")).code, Code::kNoNode);
+}
+
+TYPED_TEST(ZkConformanceTest, WatchFiresOnceWhenTheNodeIsDeleted) {
+  auto& c = *this->client;
+  this->create(c, this->path("/w"), CreateMode::kPersistent);
+  int fired = 0;
+  std::optional<Code> answered;
+  c.getAndWatch(
+      this->path("/w"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
+  EXPECT_EQ(*answered, Code::kOk);
+  this->env.remove(this->path("/w"));  // by another session
+  ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+  this->env.create(this->path("/w"), "", CreateMode::kPersistent);
+  this->env.remove(this->path("/w"));
+  this->env.settle();
+  EXPECT_EQ(fired, 1) << "a watch fires once";
+}
+
+TYPED_TEST(ZkConformanceTest, WatchOnAMissingNodeIsNotLeftBehind) {
+  auto& c = *this->client;
+  int fired = 0;
+  std::optional<Code> answered;
+  c.getAndWatch(
+      this->path("/later"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
+  EXPECT_EQ(*answered, Code::kNoNode);
+  this->env.create(this->path("/later"), "", CreateMode::kPersistent);
+  this->env.remove(this->path("/later"));
+  this->env.settle();
+  EXPECT_EQ(fired, 0);
+}
+
+TYPED_TEST(ZkConformanceTest, RemoveKnowsMissingAndNonEmptyNodes) {
+  auto& c = *this->client;
+  this->create(c, this->path("/r"), CreateMode::kPersistent);
+  this->create(c, this->path("/r/child"), CreateMode::kPersistent);
+  EXPECT_EQ(this->remove(c, this->path("/r")), Code::kNotEmpty);
+  EXPECT_EQ(this->remove(c, this->path("/r/child")), Code::kOk);
+  EXPECT_EQ(this->remove(c, this->path("/r/child")), Code::kNoNode);
+  EXPECT_EQ(this->remove(c, this->path("/r")), Code::kOk);
+  EXPECT_FALSE(this->env.exists(this->path("/r")));
+}
+
+TYPED_TEST(ZkConformanceTest, SyncAnswers) { EXPECT_EQ(this->sync(*this->client, "/"), Code::kOk); }
+
+TYPED_TEST(ZkConformanceTest, ExpiryDeletesEphemeralsAndANewSessionFollows) {
+  auto& c = *this->client;
+  std::vector<SessionState> seen;
+  c.setSessionListener([&](SessionState s) { seen.push_back(s); });
+  this->create(c, this->path("/e"), CreateMode::kPersistent);
+  auto mine = this->create(c, this->path("/e/n"), CreateMode::kEphemeralSequential);
+  ASSERT_EQ(mine.code, Code::kOk);
+  int64_t old = c.sessionId();
+  this->env.expire(c);
+  ASSERT_TRUE(this->env.until([&] { return expiredThenConnected(seen); }));
+  // The server closed the connection, the reconnect was told of the expiry, a new session came.
+  // (On the real server the client may first take its session back from the expiring handle.)
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen[0], SessionState::kConnecting);
+  EXPECT_EQ(seen[seen.size() - 3], SessionState::kConnecting);
+  EXPECT_NE(c.sessionId(), old);
+  EXPECT_FALSE(this->env.exists(mine.path)) << "the ephemeral went with its session";
+  auto again = this->create(c, this->path("/e/n"), CreateMode::kEphemeralSequential);
+  ASSERT_EQ(again.code, Code::kOk);
+  EXPECT_EQ(again.stat.ephemeralOwner, c.sessionId());
+}
+
+// The engine re-arms its watches after an expiry: the old ones end without a call.
+TYPED_TEST(ZkConformanceTest, WatchEndsSilentlyWithAnExpiredSession) {
+  auto& c = *this->client;
+  std::vector<SessionState> seen;
+  c.setSessionListener([&](SessionState s) { seen.push_back(s); });
+  this->create(c, this->path("/ws"), CreateMode::kPersistent);
+  int fired = 0;
+  std::optional<Code> answered;
+  c.getAndWatch(
+      this->path("/ws"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered == Code::kOk; }));
+  this->env.expire(c);
+  ASSERT_TRUE(this->env.until([&] { return expiredThenConnected(seen); }));
+  this->env.remove(this->path("/ws"));
+  this->env.settle();
+  EXPECT_EQ(fired, 0);
+}
+
+// FaultyZkClient over either client: a disconnect fails what is in flight with connection loss,
+// the reconnect comes only when the test says so, and the session lives on.
+TYPED_TEST(ZkConformanceTest, DisconnectFailsRequestsInFlightAndTheSessionLivesOn) {
+  zk::FaultyZkClient faults(*this->client, this->env.executor(), this->env.timer());
+  std::vector<SessionState> seen;
+  faults.setSessionListener([&](SessionState s) { seen.push_back(s); });
+  int64_t session = faults.sessionId();
+  faults.stall(zk::FaultyZkClient::kSync);
+  std::optional<Code> held;
+  faults.sync("/", [&](Code c) { held = c; });
+  this->env.settle();
+  EXPECT_FALSE(held);
+  faults.disconnect();
+  ASSERT_TRUE(this->env.until([&] { return held.has_value(); }));
+  EXPECT_EQ(*held, Code::kConnectionLoss);
+  EXPECT_EQ(faults.sessionState(), SessionState::kConnecting);
+  EXPECT_EQ(this->get(faults, "/").code, Code::kConnectionLoss);
+  faults.unstall();
+  faults.reconnect();
+  ASSERT_TRUE(
+      this->env.until([&] { return !seen.empty() && seen.back() == SessionState::kConnected; }));
+  EXPECT_EQ(seen, (std::vector<SessionState>{SessionState::kConnecting, SessionState::kConnected}));
+  EXPECT_EQ(faults.sessionId(), session);
+  EXPECT_EQ(this->sync(faults, "/"), Code::kOk);
+}
+
+TYPED_TEST(ZkConformanceTest, ACutLongerThanTheTimeoutExpiresTheSession) {
+  auto& c = *this->client;
+  zk::FaultyZkClient faults(c, this->env.executor(), this->env.timer(),
+                            [&] { this->env.expire(c); });
+  std::vector<SessionState> seen;
+  faults.setSessionListener([&](SessionState s) { seen.push_back(s); });
+  this->create(faults, this->path("/cut"), CreateMode::kPersistent);
+  auto mine = this->create(faults, this->path("/cut/n"), CreateMode::kEphemeralSequential);
+  int64_t old = faults.sessionId();
+  faults.disconnect();
+  ASSERT_TRUE(this->env.until([&] { return !this->env.exists(mine.path); },
+                              Millis(faults.negotiatedTimeoutMs() + 5000)));
+  faults.reconnect();
+  ASSERT_TRUE(this->env.until([&] { return expiredThenConnected(seen); }));
+  EXPECT_EQ(seen.front(), SessionState::kConnecting);
+  EXPECT_NE(std::find(seen.begin(), seen.end(), SessionState::kExpired), seen.end());
+  EXPECT_NE(faults.sessionId(), old);
+}
+
+TYPED_TEST(ZkConformanceTest, AmbiguousCreatesLookAlike) {
+  zk::FaultyZkClient faults(*this->client, this->env.executor(), this->env.timer());
+  this->create(faults, this->path("/amb"), CreateMode::kPersistent);
+  faults.failNextCreateAfterApply(Code::kConnectionLoss);
+  EXPECT_EQ(this->create(faults, this->path("/amb/a"), CreateMode::kPersistent).code,
+            Code::kConnectionLoss);
+  EXPECT_TRUE(this->env.exists(this->path("/amb/a"))) << "applied, answer lost";
+  faults.failNextCreateBeforeApply(Code::kOperationTimeout);
+  EXPECT_EQ(this->create(faults, this->path("/amb/b"), CreateMode::kPersistent).code,
+            Code::kOperationTimeout);
+  EXPECT_FALSE(this->env.exists(this->path("/amb/b")));
+}
+
+}  // namespace
+}  // namespace fencekeeper::testing

@@ -1,0 +1,137 @@
+// The two ZooKeepers a typed test runs on, behind one face: FakeBackend (the in-memory fake,
+// manual time) and RealBackend (a real server started once per test suite, real time). Each
+// drives its own loop on the test's thread: tests wait with until(), never sleep.
+//
+// Every test gets a fresh base path (base()) so tests on one shared server do not meet.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sidecar/common/clock.h"
+#include "sidecar/common/executor.h"
+#include "sidecar/zk/fake_zk.h"
+#include "sidecar/zk/zk_client.h"
+#include "tests/support/manual_executor.h"
+
+typedef struct _zhandle zhandle_t;
+
+namespace fencekeeper::devzk {
+class ZkServerProcess;
+}
+
+namespace fencekeeper::testing {
+
+class FakeBackend {
+ public:
+  static constexpr const char* kName = "Fake";
+  static void startServer() {}
+  static void stopServer() {}
+  FakeBackend();
+
+  Executor& executor() { return executor_; }
+  Timer& timer() { return timer_; }
+  const std::string& base() const { return base_; }
+  // A new client with its own session, connected.
+  std::unique_ptr<zk::Client> newClient();
+  // Runs the loop, letting time pass in 10 ms steps, until `done` holds or `timeout` has passed.
+  bool until(const std::function<bool()>& done, Millis timeout = Millis(10'000));
+  // Lets `d` pass, running the loop.
+  void pass(Millis d);
+  // Runs what is due now; on the fake that is everything that will happen without time passing.
+  void settle() { pass(Millis(0)); }
+  // Ends the client's session as the server does when it hears nothing for the timeout.
+  void expire(zk::Client& client);
+
+  // Another session's view of the tree.
+  std::vector<std::string> children(const std::string& path);
+  bool exists(const std::string& path);
+  zk::Stat stat(const std::string& path);
+  void remove(const std::string& path);
+  // Returns the created path. kEphemeralSequential nodes belong to a session no test client has.
+  std::string create(const std::string& path, const std::string& data, zk::CreateMode mode);
+
+ private:
+  ManualExecutor executor_;
+  ManualTimer timer_;
+  zk::FakeZkServer server_;
+  std::string base_;
+};
+
+class RealBackend {
+ public:
+  static constexpr const char* kName = "Real";
+  // One standalone server for the whole suite (tickTime 200 ms).
+  static void startServer();
+  static void stopServer();
+  RealBackend();
+  ~RealBackend();
+
+  Executor& executor() { return executor_; }
+  Timer& timer() { return timer_; }
+  const std::string& base() const { return base_; }
+  // Session timeout 2 s (the server allows 0.4-40 s).
+  std::unique_ptr<zk::Client> newClient();
+  bool until(const std::function<bool()>& done, Millis timeout = Millis(10'000));
+  void pass(Millis d);
+  // There is no "nothing left to happen" on a real server: lets 200 ms pass.
+  void settle() { pass(Millis(200)); }
+  // Expires a RealZkClient's session for real: a second handle with the same id and password
+  // connects, then closes the session.
+  void expire(zk::Client& client);
+
+  std::vector<std::string> children(const std::string& path);
+  bool exists(const std::string& path);
+  zk::Stat stat(const std::string& path);
+  void remove(const std::string& path);
+  std::string create(const std::string& path, const std::string& data, zk::CreateMode mode);
+
+ private:
+  // Posted from the C client's threads, run on the test's thread.
+  class LoopExecutor final : public Executor {
+   public:
+    void post(std::function<void()> fn) override;
+    size_t runAll();
+
+   private:
+    std::mutex mutex_;
+    std::deque<std::function<void()>> queue_;
+  };
+  class BootTimer final : public Timer {
+   public:
+    TimePoint now() const override { return bootTimeNow(); }
+    uint64_t schedule(TimePoint when, std::function<void()> fn) override {
+      return queue_.add(when, std::move(fn));
+    }
+    void cancel(uint64_t id) override { queue_.remove(id); }
+    void runDue() { queue_.runDue(now()); }
+
+   private:
+    TimerQueue queue_;
+  };
+  void turn();
+
+  static devzk::ZkServerProcess* server_;
+  LoopExecutor executor_;
+  BootTimer timer_;
+  zhandle_t* other_ = nullptr;  // the other session
+  std::string base_;
+};
+
+// For TYPED_TEST_SUITE(Suite, ZkBackends, ZkBackendNames): tests named .../Fake and .../Real.
+using ZkBackends = ::testing::Types<FakeBackend, RealBackend>;
+struct ZkBackendNames {
+  template <typename T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+
+}  // namespace fencekeeper::testing
