@@ -21,5 +21,5 @@ if [ "${FK_SANITIZERS:-0}" = 1 ]; then
     bash "$here/scripts/build.sh"
   cd "$here/build-tsan"
   TSAN_OPTIONS="halt_on_error=1" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}" \
-    -R "LeaseTest|CAbiTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock"
+    -R "LeaseTest|CAbiTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
 fi
