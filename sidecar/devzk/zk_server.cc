@@ -437,7 +437,8 @@ std::string ZkServerProcess::mode(size_t i) const {
   auto reply = fourLetterWord(node.clientPort, "srvr", kProbeTimeoutMs);
   if (!reply) return "";
   std::string mode = parseMode(*reply);
-  if (mode.empty() && !options_.leaderServes && reply->find("not currently serving") != std::string::npos) {
+  if (mode.empty() && !options_.leaderServes &&
+      reply->find("not currently serving") != std::string::npos) {
     // A leader that serves no clients says only that: its own log tells whether it leads.
     std::ifstream log(logPath(i));
     std::string line, last;

@@ -257,7 +257,7 @@ TYPED_TEST(EngineFaultTest, NoGrantWhileVouchingIsBelowTheFloor) {
   auto waiter = this->request(this->a, "x");
   ASSERT_TRUE(this->env.until([&] { return this->queue("x").size() == 2u; }));
   Millis floor = this->sessionTimeout(this->a) / 4;  // --min-grant-vouch's default
-  this->a.faults.stall(FaultyZkClient::kSync);     // a's vouching runs down, b's does not
+  this->a.faults.stall(FaultyZkClient::kSync);       // a's vouching runs down, b's does not
   ASSERT_TRUE(this->env.until([&] { return this->a.engine.safeFor() < floor; },
                               this->sessionTimeout(this->a)));
   this->b.engine.withdraw(holder->outcome->id);

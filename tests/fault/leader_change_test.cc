@@ -66,6 +66,18 @@ int healthyLeader(SidecarCluster& cluster) {
   return ok ? leader : -1;
 }
 
+// Starts sidecar 0 on one follower and sidecar 1 on the other, each given that server alone;
+// returns the leader, or -1.
+int sidecarsOnTheFollowers(SidecarCluster& cluster, const std::string& sessionTimeout) {
+  int leader = healthyLeader(cluster);
+  if (leader < 0) return -1;
+  for (size_t k = 1; k <= 2; ++k) {
+    cluster.startSidecar(
+        sidecarOn(only(cluster, (static_cast<size_t>(leader) + k) % 3), sessionTimeout));
+  }
+  return leader;
+}
+
 // The node that serves `session` (by its `cons` listing), or -1.
 int serverOf(SidecarCluster& cluster, const std::string& session) {
   for (size_t i = 0; i < cluster.zk().size(); ++i) {
@@ -81,7 +93,8 @@ int serverOf(SidecarCluster& cluster, const std::string& session) {
 std::optional<int64_t> expiredAt(SidecarCluster& cluster, size_t node, uint64_t session) {
   std::ifstream log(cluster.zk().logPath(node));
   char tag[64];
-  std::snprintf(tag, sizeof tag, "Expiring session 0x%llx,", static_cast<unsigned long long>(session));
+  std::snprintf(tag, sizeof tag, "Expiring session 0x%llx,",
+                static_cast<unsigned long long>(session));
   for (std::string line; std::getline(log, line);) {
     if (line.find(tag) == std::string::npos) continue;
     std::tm tm{};
@@ -104,11 +117,8 @@ std::optional<int64_t> expiredAt(SidecarCluster& cluster, size_t node, uint64_t 
 // bound D of test 3 is about 1.4 s here); the survival test below checks it with room.
 TEST(LeaderChange, FrozenLeaderCostsAHealthySidecarNothing) {
   SidecarCluster cluster(ensemble(5));
-  int leader = healthyLeader(cluster);
+  int leader = sidecarsOnTheFollowers(cluster, "3s");
   ASSERT_GE(leader, 0);
-  size_t f1 = (static_cast<size_t>(leader) + 1) % 3, f2 = (static_cast<size_t>(leader) + 2) % 3;
-  cluster.startSidecar(sidecarOn(only(cluster, f1), "3s"));
-  cluster.startSidecar(sidecarOn(only(cluster, f2), "3s"));
   auto c0 = cluster.connect(0);
   LossRecorder loss;
   auto o = acquireOptions(milliseconds(0), milliseconds(60000));
@@ -151,7 +161,8 @@ TEST(LeaderChange, FrozenLeaderCostsAHealthySidecarNothing) {
   auto frozenAt = Clock::now();
   cluster.zk().freeze(static_cast<size_t>(leader));
   int grantsAtFreeze = grants.load();
-  bool resumed = waitUntil([&] { return grants.load() >= grantsAtFreeze + 10; }, milliseconds(20000));
+  bool resumed =
+      waitUntil([&] { return grants.load() >= grantsAtFreeze + 10; }, milliseconds(20000));
   cluster.zk().thaw(static_cast<size_t>(leader));
   ASSERT_GE(healthyLeader(cluster), 0);
   // Held across the whole change and the old leader's return.
@@ -179,9 +190,10 @@ TEST(LeaderChange, FrozenLeaderCostsAHealthySidecarNothing) {
           longest, std::chrono::duration_cast<milliseconds>(grantTimes[i] - from).count());
     }
   }
-  std::printf("longest stretch without a grant after the leader froze: %lld ms (syncLimit x "
-              "tickTime 1000 ms, T 3000 ms)\n",
-              longest);
+  std::printf(
+      "longest stretch without a grant after the leader froze: %lld ms (syncLimit x "
+      "tickTime 1000 ms, T 3000 ms)\n",
+      longest);
   // The goal is syncLimit x tickTime + election + T/4 (about 2 s); a session timeout means the
   // sidecars did not ride the change out.
   EXPECT_LT(longest, 3000);
@@ -198,11 +210,8 @@ TEST(LeaderChange, FrozenLeaderCostsAHealthySidecarNothing) {
 // anchoring its predecessor) the client's own 2/3 T timeout leaves nothing to see here.
 TEST(LeaderChange, AWokenLeaderThatExpiresTheSessionFindsNothingVouchedPastIt) {
   SidecarCluster cluster(ensemble(25));  // 5 s: the followers keep their clients through it
-  int leader = healthyLeader(cluster);
+  int leader = sidecarsOnTheFollowers(cluster, "3s");
   ASSERT_GE(leader, 0);
-  size_t f1 = (static_cast<size_t>(leader) + 1) % 3, f2 = (static_cast<size_t>(leader) + 2) % 3;
-  cluster.startSidecar(sidecarOn(only(cluster, f1), "3s"));
-  cluster.startSidecar(sidecarOn(only(cluster, f2), "3s"));
   auto c0 = cluster.connect(0);
   auto c1 = cluster.connect(1);
   int expiredRounds = 0;
@@ -254,27 +263,29 @@ TEST(LeaderChange, AWokenLeaderThatExpiresTheSessionFindsNothingVouchedPastIt) {
       sameSession = sameSession && parseSession(st.sessionId) == session;
       if (sameSession && st.safeForMs > 0) sessionClaim = std::max(sessionClaim, t + st.safeForMs);
       for (auto& l : st.leases) {
-        if (l.name == lock && l.validMs > 0) leaseClaim = std::max<int64_t>(leaseClaim, t + l.validMs);
+        if (l.name == lock && l.validMs > 0)
+          leaseClaim = std::max<int64_t>(leaseClaim, t + l.validMs);
       }
       std::this_thread::sleep_for(milliseconds(2));
     }
     if (!thawed) cluster.zk().thaw(static_cast<size_t>(leader));
     standby.join();
     ASSERT_GT(grantedAtWall.load(), 0) << "the standby was never granted";
-    EXPECT_LT(leaseClaim, grantedAtWall.load()) << "two valid holders, for "
-                                                << leaseClaim - grantedAtWall << " ms";
+    EXPECT_LT(leaseClaim, grantedAtWall.load())
+        << "two valid holders, for " << leaseClaim - grantedAtWall << " ms";
     auto expiry = expiredAt(cluster, static_cast<size_t>(leader), session);
     if (expiry) {
       ++expiredRounds;
-      EXPECT_LE(sessionClaim, *expiry) << "sidecar 0 vouched for its session "
-                                       << sessionClaim - *expiry
-                                       << " ms past the leader's expiry of it";
+      EXPECT_LE(sessionClaim, *expiry)
+          << "sidecar 0 vouched for its session " << sessionClaim - *expiry
+          << " ms past the leader's expiry of it";
     }
-    std::printf("round %d: session 0x%llx %s; last claim on it %lld ms from the expiry; lease "
-                "claimed until %lld ms before the standby's grant\n",
-                round, static_cast<unsigned long long>(session), expiry ? "expired" : "lived on",
-                static_cast<long long>(expiry ? sessionClaim - *expiry : 0),
-                static_cast<long long>(grantedAtWall - leaseClaim));
+    std::printf(
+        "round %d: session 0x%llx %s; last claim on it %lld ms from the expiry; lease "
+        "claimed until %lld ms before the standby's grant\n",
+        round, static_cast<unsigned long long>(session), expiry ? "expired" : "lived on",
+        static_cast<long long>(expiry ? sessionClaim - *expiry : 0),
+        static_cast<long long>(grantedAtWall - leaseClaim));
     // Frozen for less than syncLimit x tickTime, the leader kept its role.
     ASSERT_EQ(healthyLeader(cluster), leader);
   }
