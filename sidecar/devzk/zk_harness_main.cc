@@ -2,12 +2,21 @@
 //
 //   fk-zk-harness start --dir DIR [--ensemble N] [--tick MS] [--container-check MS] [--no-fsync]
 //                       [--heap SIZE] [--timeout MS]
+//   fk-zk-harness serve --dir DIR [the flags of start]
 //   fk-zk-harness stop --dir DIR [--grace MS]
 //
 // start returns once every node serves and leaves the servers running (in their own session, so
 // they outlive this process and the shell's Ctrl-C). It writes DIR/connect (the connect string),
 // DIR/pids and DIR/ports (one per line, node order). stop stops every pid in DIR/pids that is
 // still a ZooKeeper JVM and removes those three files; the logs stay in DIR/nodeN/.
+// serve writes the same files but stays in the foreground: it stops the servers when its standard
+// input closes or it gets SIGTERM/SIGINT, and they die with it however it ends (PR_SET_PDEATHSIG),
+// so a test that runs it under `setpriv --pdeathsig KILL` leaves nothing behind when it crashes.
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +39,7 @@ int usage() {
                "usage: fk-zk-harness start --dir DIR [--ensemble N] [--tick MS]\n"
                "                           [--container-check MS] [--no-fsync] [--heap SIZE]\n"
                "                           [--timeout MS]\n"
+               "       fk-zk-harness serve --dir DIR [the flags of start]\n"
                "       fk-zk-harness stop --dir DIR [--grace MS]\n");
   return 2;
 }
@@ -92,7 +102,25 @@ std::vector<pid_t> readPids(const fs::path& path) {
   return pids;
 }
 
-int start(const std::map<std::string, std::string>& flags) {
+// Until standard input closes or SIGTERM/SIGINT arrives.
+void waitForTheEnd() {
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  sigprocmask(SIG_BLOCK, &stopSignals, nullptr);
+  int sfd = signalfd(-1, &stopSignals, SFD_CLOEXEC);
+  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
+  char buf[256];
+  for (;;) {
+    if (poll(fds, 2, -1) < 0) continue;  // EINTR
+    if (fds[1].revents) break;
+    if (fds[0].revents && read(STDIN_FILENO, buf, sizeof buf) <= 0) break;
+  }
+  close(sfd);
+}
+
+int start(const std::map<std::string, std::string>& flags, bool foreground) {
   const fs::path dir = flags.at("--dir");
   auto ensemble = intFlag(flags, "--ensemble", 1);
   auto tick = intFlag(flags, "--tick", 200);
@@ -117,7 +145,8 @@ int start(const std::map<std::string, std::string>& flags) {
   options.startTimeout = std::chrono::milliseconds(*timeout);
   options.forceSync = flags.count("--no-fsync") == 0;
   if (flags.count("--heap")) options.javaHeap = flags.at("--heap");
-  options.newSession = true;
+  options.newSession = !foreground;
+  options.dieWithParent = foreground;
 
   auto begin = std::chrono::steady_clock::now();
   ZkServerProcess servers(options);
@@ -132,13 +161,23 @@ int start(const std::map<std::string, std::string>& flags) {
   writeAtomically(dir / "ports", ports);
   // Last: tests wait for this file, and the other two are in place by then.
   writeAtomically(dir / "connect", servers.connectString() + "\n");
-  servers.detach();
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                   begin);
   std::fprintf(stderr, "fk-zk-harness: %zu node(s) serving at %s after %lld ms (logs in %s)\n",
                servers.size(), servers.connectString().c_str(), static_cast<long long>(ms.count()),
                servers.dir().c_str());
   std::printf("%s\n", servers.connectString().c_str());
+  std::fflush(stdout);
+  if (!foreground) {
+    servers.detach();
+    return 0;
+  }
+  waitForTheEnd();
+  std::error_code ec;
+  fs::remove(dir / "connect", ec);  // first: a test that sees it gone knows the servers go
+  servers.stopAll();
+  fs::remove(dir / "ports", ec);
+  fs::remove(dir / "pids", ec);
   return 0;
 }
 
@@ -167,7 +206,8 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "fk-zk-harness: --dir is required\n");
     return usage();
   }
-  if (command == "start") return start(*flags);
+  if (command == "start") return start(*flags, false);
+  if (command == "serve") return start(*flags, true);
   if (command == "stop") return stop(*flags);
   return usage();
 }

@@ -312,8 +312,11 @@ TEST(LeaderChange, LeasesSurviveLeaderLossesWithinTheBound) {
   auto held = c0->acquire("survive", o);
   ASSERT_TRUE(held);
   std::string tokenFile = cluster.dir() + "/cmd-token";
-  auto cmd = cluster.fencectl(0, {"lock", "survive-cmd", "--ttl", "30s", "--", "sh", "-c",
-                                  "echo $FENCE_TOKEN >> " + tokenFile + "; exec sleep 600"});
+  // fencectl stops CMD once the validity left falls below --grace (default a third of what was
+  // granted, about 2 s here): CMD lives through outages up to D - grace.
+  auto cmd =
+      cluster.fencectl(0, {"lock", "survive-cmd", "--ttl", "30s", "--grace", "1s", "--", "sh", "-c",
+                           "echo $FENCE_TOKEN >> " + tokenFile + "; exec sleep 600"});
   ASSERT_TRUE(waitUntil([&] { return holderOf(*c0, "survive-cmd").held; }));
   uint64_t cmdToken = holderOf(*c0, "survive-cmd").token;
 

@@ -120,22 +120,30 @@ class Cluster:
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         self.zk_dir = os.path.join(self.tmp, "zk")
         self.zk_pids = []
+        self.zk_proc = None
         self.connect = None
         self.sidecars = []
         self._stopped = False
 
     def start_zookeeper(self):
-        """Starts a standalone ZooKeeper on loopback; returns its connect string."""
+        """Starts a standalone ZooKeeper on loopback; returns its connect string. The harness
+        stays in the foreground (`serve`), and it and the servers die with this process."""
         os.makedirs(self.zk_dir)
+        log = open(os.path.join(self.tmp, "zk-harness.log"), "w")
+        self.zk_proc = subprocess.Popen(
+            ["setpriv", "--pdeathsig", "KILL", "--", self.harness, "serve", "--dir", self.zk_dir],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+        connect_file = os.path.join(self.zk_dir, "connect")
         try:
-            r = subprocess.run([self.harness, "start", "--dir", self.zk_dir],
-                               capture_output=True, text=True, timeout=90)
+            wait_until(lambda: os.path.exists(connect_file) or self.zk_proc.poll() is not None,
+                       90, "fk-zk-harness serve to start ZooKeeper")
         finally:
             self.zk_pids = self._read_zk_pids()
-        if r.returncode != 0:
-            raise RuntimeError("fk-zk-harness start failed (%d):\n%s%s" %
-                               (r.returncode, r.stdout, r.stderr))
-        with open(os.path.join(self.zk_dir, "connect")) as f:
+        if not os.path.exists(connect_file):
+            with open(log.name) as f:
+                raise RuntimeError("fk-zk-harness serve failed (%s):\n%s" %
+                                   (self.zk_proc.returncode, f.read()))
+        with open(connect_file) as f:
             self.connect = f.read().strip()
         for host in self.connect.split("/")[0].split(","):
             if not host.startswith("127.0.0.1:"):
@@ -195,11 +203,19 @@ class Cluster:
                 problems.append("fencekeeper %d did not exit 0 on SIGTERM (status %s)" % (i, rc))
         if os.path.isdir(self.zk_dir):
             pids = self.zk_pids or self._read_zk_pids()
-            try:
-                subprocess.run([self.harness, "stop", "--dir", self.zk_dir, "--grace", "10000"],
-                               capture_output=True, text=True, timeout=30)
-            except (subprocess.TimeoutExpired, OSError) as e:
-                problems.append("fk-zk-harness stop: %s" % e)
+            if self.zk_proc is not None:
+                for pid in pids:  # a frozen server must run to stop
+                    try:
+                        os.kill(pid, signal.SIGCONT)
+                    except OSError:
+                        pass
+                self.zk_proc.stdin.close()  # serve stops the servers and exits
+                try:
+                    self.zk_proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    self.zk_proc.kill()
+                    self.zk_proc.wait()
+                    problems.append("fk-zk-harness serve did not exit when told")
             for pid in pids:  # fallback: only a still-running ZooKeeper JVM
                 try:
                     with open("/proc/%d/cmdline" % pid, "rb") as f:
