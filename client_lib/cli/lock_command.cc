@@ -321,7 +321,12 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
   CommandEnd end = watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd, lossPipe[0]);
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.
-  endTree(supervisor->pid(), end.leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
+  // (Not after the supervisor died: fencectl killed its tree then, and reaped its pid, which may
+  // be another process's by now.)
+  if (!end.supervisorGone) {
+    endTree(supervisor->pid(),
+            end.leaseLost ? Millis(0) : std::min(Millis(1000), lease->validFor()));
+  }
   if (tty >= 0) tcsetpgrp(tty, getpgrp());  // the terminal back to fencectl's group
   int code = end.supervisorGone             ? kExitInternal
              : end.leaseLost || end.stopped ? kExitLeaseLost

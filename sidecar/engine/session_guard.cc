@@ -42,7 +42,10 @@ Millis SessionGuard::safeFor() const {
 Millis SessionGuard::spacing() const { return Millis(std::max(1, zk_.negotiatedTimeoutMs() / 4)); }
 
 Millis SessionGuard::grantFloor() const {
-  return minGrantVouch_.count() > 0 ? minGrantVouch_ : spacing();
+  // At most half the negotiated timeout (the server may have cut the one asked for): right after
+  // a heartbeat about 3/4 of it is vouched for, so a higher floor would hold every grant back.
+  Millis half(zk_.negotiatedTimeoutMs() / 2);
+  return minGrantVouch_.count() > 0 ? std::min(minGrantVouch_, half) : spacing();
 }
 
 void SessionGuard::onSessionState(zk::SessionState state) {
@@ -79,9 +82,10 @@ void SessionGuard::sendHeartbeat() {
   inFlight_ = true;
   TimePoint sentAt = timer_.now();
   uint64_t epoch = epoch_, connection = connection_, heartbeat = ++heartbeats_;
-  zk_.sync("/", [this, epoch, connection, sentAt](zk::Code code) {
-    onAnswered(epoch, connection, sentAt, code);
-  });
+  zk_.sync("/",
+           [this, alive = std::weak_ptr<bool>(alive_), epoch, connection, sentAt](zk::Code code) {
+             if (alive.lock()) onAnswered(epoch, connection, sentAt, code);
+           });
   timer_.cancel(silenceTimer_);
   silenceTimer_ = timer_.schedule(sentAt + 2 * spacing(), [this, heartbeat, sentAt] {
     silenceTimer_ = 0;

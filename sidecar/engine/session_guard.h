@@ -21,6 +21,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "sidecar/common/clock.h"
@@ -79,6 +80,8 @@ class SessionGuard {
   uint64_t heartbeatTimer_ = 0;
   uint64_t silenceTimer_ = 0;
   uint64_t expiryTimer_ = 0;
+  // Heartbeat answers may come after the guard is gone (the client outlives the engine).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace fencekeeper::engine

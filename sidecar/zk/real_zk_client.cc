@@ -218,6 +218,8 @@ void closeHandle(Shared& shared) {
   shared.watches.clear();
 }
 
+void watchHandshake(const std::shared_ptr<Shared>& shared);
+
 // Opens a new session (after closing the old handle, if any).
 void reopen(const std::shared_ptr<Shared>& shared) {
   closeHandle(*shared);
@@ -241,17 +243,33 @@ void reopen(const std::shared_ptr<Shared>& shared) {
     return;
   }
   shared->handleCtx = ctx;
+  shared->handshakeCut = false;
+  shared->handshakeServer.clear();
+  watchHandshake(shared);  // a new session's first server may be silent too
   // By default the client resolves its host list again before nearly every send (measured: 13-33%
   // of a create+delete). Once every 10 s still follows DNS changes of an ensemble's names.
   zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
 }
 
+// The server the client is connected to, "ip:port" ("[ip6]:port"), from the connection's own
+// socket; while connecting, from zoo_get_current_server(), whose text the C client formats into a
+// buffer its I/O thread also writes when it logs an error: a torn copy only fails to match.
+std::string currentServer(Shared& shared) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (shared.state == SessionState::kConnected &&
+      zookeeper_get_connected_host(shared.zh, reinterpret_cast<sockaddr*>(&addr), &len)) {
+    return formatEndpoint(addr);
+  }
+  const char* current = zoo_get_current_server(shared.zh);
+  return current ? current : "";
+}
+
 // Ends the connection to the server the client is on or connecting to (see socket_drop.h).
 bool dropConnection(Shared& shared, const char* why) {
   if (!shared.zh) return false;
-  const char* current = zoo_get_current_server(shared.zh);
-  if (!current || !*current) return false;
-  std::string server = current;
+  std::string server = currentServer(shared);
+  if (server.empty()) return false;
   int dropped = shutdownSocketsTo(server);
   if (dropped > 0) spdlog::warn("zookeeper client: {}: leaving {}", why, server);
   return dropped > 0;
@@ -270,8 +288,7 @@ void watchHandshake(const std::shared_ptr<Shared>& shared) {
   shared->handshakeTimer = 0;
   if (shared->state != SessionState::kConnecting || !shared->zh) return;
   TimePoint now = shared->timer.now();
-  const char* current = zoo_get_current_server(shared->zh);
-  std::string server = current ? current : "";
+  std::string server = currentServer(*shared);
   if (server != shared->handshakeServer) {
     shared->handshakeServer = server;
     shared->handshakeSince = now;

@@ -9,24 +9,28 @@
 
 namespace fencekeeper::zk {
 
+std::string formatEndpoint(const sockaddr_storage& addr) {
+  char ip[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+    return std::string(ip) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (addr.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
+    return "[" + std::string(ip) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return "";
+}
+
 namespace {
 
 std::string peerOf(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
-  char ip[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
-    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
-    return std::string(ip) + ":" + std::to_string(ntohs(in->sin_port));
-  }
-  if (addr.ss_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
-    inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip);
-    return "[" + std::string(ip) + "]:" + std::to_string(ntohs(in6->sin6_port));
-  }
-  return "";
+  return formatEndpoint(addr);
 }
 
 }  // namespace

@@ -5,12 +5,18 @@
 // socket under the I/O thread, left the 3.8 client spinning on a stale descriptor when tried.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <string>
 
 namespace fencekeeper::zk {
 
-// Shuts down (SHUT_RDWR, never close) every TCP socket of this process whose peer is `endpoint`,
-// "ip:port" or "[ipv6]:port" as zoo_get_current_server() formats it. Returns how many.
+// "ip:port", or "[ipv6]:port", as zoo_get_current_server() formats a server.
+std::string formatEndpoint(const sockaddr_storage& addr);
+
+// Shuts down (SHUT_RDWR, never close) every TCP socket of this process whose peer is `endpoint`.
+// Returns how many. A process with several ZooKeeper handles on one server would see them all cut
+// (the sidecar has one).
 int shutdownSocketsTo(const std::string& endpoint);
 
 }  // namespace fencekeeper::zk
