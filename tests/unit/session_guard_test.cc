@@ -234,5 +234,21 @@ TEST_F(SessionGuardTest, AServerThatAnswersInTimeIsNotLeft) {
   EXPECT_EQ(zk.left, 0);
 }
 
+TEST_F(SessionGuardTest, AFloorAboveHalfTheNegotiatedTimeoutIsCutToHalf) {
+  guard.reset();
+  zk.syncs.clear();
+  SessionGuard high(
+      zk, timer, Millis(100), Millis(60000), [] {}, [] {});
+  EXPECT_EQ(high.grantFloor(), Millis(2000)) << "nothing could ever be granted above it";
+}
+
+TEST_F(SessionGuardTest, AnAnswerAfterTheGuardIsGoneIsIgnored) {
+  ASSERT_EQ(zk.syncs.size(), 1u);
+  guard.reset();  // the engine goes first; its client may still answer (ASan sees any use)
+  zk.answerSync();
+  timer.advance(kQ * 4);
+  EXPECT_EQ(unsafe, 0);
+}
+
 }  // namespace
 }  // namespace fencekeeper::engine
