@@ -20,6 +20,6 @@ if [ "${FK_SANITIZERS:-0}" = 1 ]; then
   FK_BUILD_DIR="$here/build-tsan" FK_CMAKE_ARGS="-DFK_SANITIZE=thread" \
     bash "$here/scripts/build.sh"
   cd "$here/build-tsan"
-  TSAN_OPTIONS="halt_on_error=1" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}" \
+  TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}" \
     -R "LeaseTest|CAbiTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
 fi

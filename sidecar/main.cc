@@ -55,7 +55,8 @@ int run(const SidecarConfig& config) {
   auto io = kj::setupAsyncIo();
   KjLoopExecutor executor(io.unixEventPort);
   KjTimer timer(io.provider->getTimer());
-  auto zk = std::make_unique<zk::RealZkClient>(executor, timer, hosts, config.sessionTimeout);
+  auto zk = std::make_unique<zk::RealZkClient>(executor, timer, hosts, config.sessionTimeout,
+                                               /*watchHandshakes=*/true);
 
   engine::EngineConfig engineConfig;
   engineConfig.root = config.root;

@@ -74,6 +74,8 @@ struct RealZkClient::Shared {
   Executor& loop;
   Timer& timer;
   std::string hosts;
+  std::vector<int> ports;  // of `hosts`: how this process's connection to them is found
+  bool watchHandshakes;
   Millis sessionTimeout;
   bool alive = true;
   // The server the client has been trying to connect to since `handshakeSince` (watchHandshake).
@@ -95,8 +97,13 @@ struct RealZkClient::Shared {
   std::mutex watchMutex;
   std::set<struct WatchCtx*> watches;
 
-  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t)
-      : loop(l), timer(tm), hosts(std::move(h)), sessionTimeout(t) {}
+  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t, bool watch)
+      : loop(l),
+        timer(tm),
+        hosts(std::move(h)),
+        ports(portsOf(hosts)),
+        watchHandshakes(watch),
+        sessionTimeout(t) {}
   // Runs `fn` on the loop unless the client has been destroyed by then.
   void post(std::shared_ptr<Shared> self, std::function<void()> fn) {
     loop.post([self = std::move(self), fn = std::move(fn)] {
@@ -251,27 +258,13 @@ void reopen(const std::shared_ptr<Shared>& shared) {
   zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
 }
 
-// The server the client is connected to, "ip:port" ("[ip6]:port"), from the connection's own
-// socket; while connecting, from zoo_get_current_server(), whose text the C client formats into a
-// buffer its I/O thread also writes when it logs an error: a torn copy only fails to match.
-std::string currentServer(Shared& shared) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (shared.state == SessionState::kConnected &&
-      zookeeper_get_connected_host(shared.zh, reinterpret_cast<sockaddr*>(&addr), &len)) {
-    return formatEndpoint(addr);
-  }
-  const char* current = zoo_get_current_server(shared.zh);
-  return current ? current : "";
-}
-
-// Ends the connection to the server the client is on or connecting to (see socket_drop.h).
-bool dropConnection(Shared& shared, const char* why) {
-  if (!shared.zh) return false;
-  std::string server = currentServer(shared);
-  if (server.empty()) return false;
-  int dropped = shutdownSocketsTo(server);
-  if (dropped > 0) spdlog::warn("zookeeper client: {}: leaving {}", why, server);
+// Ends the connection the client has, or is making (see socket_drop.h).
+bool dropConnection(Shared& shared, const std::string& connections, const char* why) {
+  if (!shared.zh || connections.empty()) return false;
+  int dropped = shutdownConnections(connections);
+  if (dropped > 0)
+    spdlog::warn("zookeeper client: {}: leaving {}", why,
+                 connections.substr(0, connections.find('\n')));
   return dropped > 0;
 }
 
@@ -286,14 +279,14 @@ Millis handshakeLimit(const Shared& shared) {
 void watchHandshake(const std::shared_ptr<Shared>& shared) {
   shared->timer.cancel(shared->handshakeTimer);
   shared->handshakeTimer = 0;
-  if (shared->state != SessionState::kConnecting || !shared->zh) return;
+  if (!shared->watchHandshakes || shared->state != SessionState::kConnecting || !shared->zh) return;
   TimePoint now = shared->timer.now();
-  std::string server = currentServer(*shared);
-  if (server != shared->handshakeServer) {
+  std::string server = tcpConnectionsTo(shared->ports);
+  if (server.empty() || server != shared->handshakeServer) {
     shared->handshakeServer = server;
     shared->handshakeSince = now;
   } else if (!shared->handshakeCut && now - shared->handshakeSince >= handshakeLimit(*shared) &&
-             dropConnection(*shared, "no answer to the handshake")) {
+             dropConnection(*shared, server, "no answer to the handshake")) {
     shared->handshakeCut = true;
     shared->handshakeServer.clear();
   }
@@ -344,8 +337,10 @@ void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generat
 
 }  // namespace
 
-RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout)
-    : shared_(std::make_shared<Shared>(loop, timer, std::move(hosts), sessionTimeout)) {
+RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout,
+                           bool watchHandshakes)
+    : shared_(std::make_shared<Shared>(loop, timer, std::move(hosts), sessionTimeout,
+                                       watchHandshakes)) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
   reopen(shared_);
   if (!shared_->zh) {
@@ -436,7 +431,9 @@ void RealZkClient::sync(const std::string& path, CodeCallback done) {
 namespace fencekeeper::zk {
 
 void RealZkClient::leaveServer() {
-  if (shared_->state == SessionState::kConnected) dropConnection(*shared_, "server silent");
+  if (shared_->state == SessionState::kConnected) {
+    dropConnection(*shared_, tcpConnectionsTo(shared_->ports), "server silent");
+  }
 }
 
 }  // namespace fencekeeper::zk

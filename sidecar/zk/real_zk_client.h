@@ -21,7 +21,10 @@ class RealZkClient final : public Client {
   // `hosts` is the C client's connect string: "host:port[,host:port...][/chroot]".
   // Throws std::runtime_error when the handle cannot be made (malformed hosts).
   // `timer` paces new attempts when a session cannot even be set up (no host resolves).
-  RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout);
+  // `watchHandshakes`: leave a server that leaves a reconnect's handshake unanswered for an
+  // eighth of the session timeout (leaveServer's way); only for a process with one handle.
+  RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout,
+               bool watchHandshakes = false);
   ~RealZkClient() override;
 
   void create(const std::string& path, const std::string& data, CreateMode mode,
@@ -32,8 +35,7 @@ class RealZkClient final : public Client {
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
   // Shuts down the connection's socket (socket_drop.h): the C client reconnects the session to
-  // the next server of its list. While connecting, the client leaves a server that has not
-  // answered the handshake within an eighth of the session timeout the same way, by itself.
+  // the next server of its list. Assumes this is the process's only handle to those servers.
   void leaveServer() override;
   SessionState sessionState() const override;
   int64_t sessionId() const override;

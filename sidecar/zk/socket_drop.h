@@ -2,21 +2,26 @@
 // shutdown(2) of its TCP socket wakes the client's I/O thread, which then takes its ordinary
 // connection-loss path (requests in flight fail with connection loss, CONNECTING is reported, the
 // next server of the list is tried) and the session lives on. zoo_set_servers(), which closes the
-// socket under the I/O thread, left the 3.8 client spinning on a stale descriptor when tried.
+// socket under the I/O thread, left the 3.8 client spinning on a stale descriptor when tried, and
+// the client's own accessors for its server (zoo_get_current_server) share a buffer with its I/O
+// thread: the socket is found from the outside, in /proc/self/fd.
 #pragma once
 
-#include <sys/socket.h>
-
 #include <string>
+#include <vector>
 
 namespace fencekeeper::zk {
 
-// "ip:port", or "[ipv6]:port", as zoo_get_current_server() formats a server.
-std::string formatEndpoint(const sockaddr_storage& addr);
+// The ports of a connect string, "host:port[,host:port...][/chroot]".
+std::vector<int> portsOf(const std::string& hosts);
 
-// Shuts down (SHUT_RDWR, never close) every TCP socket of this process whose peer is `endpoint`.
-// Returns how many. A process with several ZooKeeper handles on one server would see them all cut
-// (the sidecar has one).
-int shutdownSocketsTo(const std::string& endpoint);
+// This process's TCP sockets whose peer has one of `ports`, as "fd local>peer" lines: with one
+// ZooKeeper handle in the process (the sidecar has one), its connection, or the attempt at one.
+// The same text again later means the same connection is still there.
+std::string tcpConnectionsTo(const std::vector<int>& ports);
+
+// Shuts down (SHUT_RDWR, never close: the descriptor stays the client's) the sockets that
+// tcpConnectionsTo() listed in `connections`, where they still are the same. Returns how many.
+int shutdownConnections(const std::string& connections);
 
 }  // namespace fencekeeper::zk
