@@ -28,8 +28,7 @@ class FakeZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
-  void leaveServer() override { ++serversLeft_; }
-  int serversLeft() const { return serversLeft_; }
+  void leaveServer() override {}  // one server: nowhere to go
   SessionState sessionState() const override { return state_; }
   int64_t sessionId() const override { return session_; }
   int32_t negotiatedTimeoutMs() const override { return 4000; }
@@ -51,7 +50,6 @@ class FakeZkClient final : public Client {
   Executor& executor_;
   int64_t session_ = 0;
   SessionState state_ = SessionState::kConnected;
-  int serversLeft_ = 0;
   std::function<void(SessionState)> listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

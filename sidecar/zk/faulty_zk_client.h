@@ -67,9 +67,8 @@ class FaultyZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
-  // Counted only: the wrapped client stays where it is, so that a stalled test stays stalled.
-  void leaveServer() override { ++serversLeft_; }
-  int serversLeft() const { return serversLeft_; }
+  // Not passed on: the wrapped client stays where it is, so that a stalled test stays stalled.
+  void leaveServer() override {}
   SessionState sessionState() const override;
   int64_t sessionId() const override { return inner_.sessionId(); }
   int32_t negotiatedTimeoutMs() const override { return inner_.negotiatedTimeoutMs(); }
@@ -99,7 +98,6 @@ class FaultyZkClient final : public Client {
   Millis latency_{0};
   unsigned stalledOps_ = 0;
   bool disconnected_ = false;
-  int serversLeft_ = 0;
   uint64_t nextCall_ = 1;
   std::map<uint64_t, std::function<void()>> inFlight_;  // call -> fail it with connection loss
   std::deque<std::function<void()>> stalled_;           // sends held back
