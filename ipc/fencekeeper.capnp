@@ -19,6 +19,8 @@ enum Error {
   shuttingDown @8;       # the sidecar is stopping.
   limitReached @9;       # too many leases or waiters on this sidecar / connection.
   internal @10;          # a bug: report it.
+  permissionDenied @11;  # this peer may not use the sidecar (allow-list), or ZooKeeper refused
+                         # the sidecar's credentials on a lock's node (ACL).
 }
 
 enum LossReason {
@@ -36,10 +38,10 @@ interface LeaseWatcher {
 
 interface Lease {
   # A granted lease. Dropping this capability (or closing the connection) releases it.
-  renew @0 (ttlMs :UInt32) -> (error :Error, validMs :UInt32);
+  renew @0 (ttlMs :UInt32) -> (error :Error, validMs :UInt32, detail :Text);
   # Extends the lease to ttlMs from now (0: the TTL it was acquired with).
-  token @1 () -> (error :Error, token :UInt64, validMs :UInt32);
-  release @2 () -> (error :Error, confirmed :Bool);
+  token @1 () -> (error :Error, token :UInt64, validMs :UInt32, detail :Text);
+  release @2 () -> (error :Error, confirmed :Bool, detail :Text);
   # Ends the lease at once and deletes its node. Answers once ZooKeeper confirmed the delete
   # (confirmed = true) or after about 100 ms (false: the delete is queued in the sidecar, sent again
   # after a reconnect, and the node goes with the session anyway); the next holder is granted once
@@ -53,6 +55,10 @@ struct HolderInfo {
   sinceUnixMs @3 :Int64;    # wall-clock ms: grant time if this sidecar holds it, else the node's ctime
   waiters @4 :UInt32;       # contenders queued behind the holder, from any client or session
   thisSidecar @5 :Bool;     # held through this sidecar's session
+  foreign @6 :Bool;         # the first queue entry is not ephemeral (ephemeralOwner 0): a
+                            # persistent node planted in the queue; it blocks the lock until an
+                            # operator deletes it (`foreignNode` names it)
+  foreignNode @7 :Text;     # path of the first planted (persistent) entry in the queue, if any
 }
 
 struct LeaseSummary {
@@ -61,6 +67,37 @@ struct LeaseSummary {
   ownerLabel @2 :Text;
   clientPid @3 :Int32;
   validMs @4 :UInt32;
+  clientUid @5 :UInt32;
+  connection @6 :UInt64;    # the connection's number in this sidecar's logs
+}
+
+struct Limits {
+  # The limits a request counts against (flags of the same names); 0 means unlimited.
+  maxConnections @0 :UInt32;         # --max-connections (per peer uid)
+  maxLeasesPerPeer @1 :UInt32;       # --max-leases-per-peer (held leases of one uid)
+  maxWaitingPerPeer @2 :UInt32;      # --max-waiting-per-peer (queued acquires of one uid)
+  maxCallsPerConnection @3 :UInt32;  # --max-calls-per-connection (unanswered calls)
+  maxLeases @4 :UInt32;              # --max-leases (held + waiting, whole sidecar)
+  maxQueuedReplyBytes @5 :UInt64;    # per connection: replies written but not read by the peer
+}
+
+struct ConnectionSummary {
+  id @0 :UInt64;
+  pid @1 :Int32;             # 0 when the peer is in another PID namespace
+  uid @2 :UInt32;
+  gid @3 :UInt32;
+  leases @4 :UInt32;         # held
+  waiting @5 :UInt32;        # queued acquires
+  callsInFlight @6 :UInt32;  # unanswered calls
+  queuedReplyBytes @7 :UInt64;
+}
+
+struct PeerSummary {
+  # One principal: every connection of one uid counts together.
+  uid @0 :UInt32;
+  connections @1 :UInt32;
+  leases @2 :UInt32;
+  waiting @3 :UInt32;
 }
 
 struct Status {
@@ -77,15 +114,24 @@ struct Status {
   root @10 :Text;
   pendingDeletes @11 :UInt32;  # lock node deletions ZooKeeper has not confirmed yet (retried)
   droppedDeletes @12 :UInt64;  # unconfirmed deletions given up at the bound: left to the session
+  limits @13 :Limits;
+  connectionList @14 :List(ConnectionSummary);
+  peers @15 :List(PeerSummary);
+  refusedTotal @16 :UInt64;    # requests refused by a limit or the allow-list since start
+  acceptFailures @17 :UInt64;  # failed accept() calls since start (EMFILE...), retried with backoff
+  accepting @18 :Bool;         # false while accept() fails: new clients cannot connect
+  foreignNodes @19 :List(Text);  # planted (persistent) queue entries seen in locks waited on
 }
 
 interface Sidecar {
   acquire @0 (name :Text, ttlMs :UInt32, waitMs :UInt32, ownerLabel :Text, watcher :LeaseWatcher)
-      -> (error :Error, lease :Lease, token :UInt64, validMs :UInt32);
+      -> (error :Error, lease :Lease, token :UInt64, validMs :UInt32, detail :Text);
   # Queues for the lock `name` and answers when granted (error = ok, lease set) or when waitMs ran
   # out (timedOut). ttlMs = 0 takes the sidecar's default TTL; waitMs = 0 tries once.
   # Cancelling the call (or closing the connection) withdraws the request.
 
-  holder @1 (name :Text) -> (error :Error, info :HolderInfo);
-  status @2 () -> (status :Status);
+  holder @1 (name :Text) -> (error :Error, info :HolderInfo, detail :Text);
+  status @2 () -> (status :Status, error :Error, detail :Text);
+  # `detail`, in every result: for people, what was wrong when error is not ok (which argument
+  # and its bound, which limit with its value and the flag that raises it). Empty on ok.
 }

@@ -69,6 +69,7 @@ typedef enum fk_error_code {
   FK_ERR_SHUTTING_DOWN = 8,    /* the sidecar is stopping */
   FK_ERR_LIMIT_REACHED = 9,    /* too many leases or waiters on this sidecar or connection */
   FK_ERR_INTERNAL = 10,        /* a bug: report it */
+  FK_ERR_PERMISSION_DENIED = 11, /* this peer is not allowed, or ZooKeeper refused an ACL */
   FK_ERR_SIDECAR_UNAVAILABLE = 100, /* cannot connect, the connection dropped, client closed */
   FK_ERR_WRONG_THREAD = 101         /* called from a loss callback, on the client's I/O thread */
 } fk_error_code;

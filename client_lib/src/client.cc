@@ -704,6 +704,8 @@ const char* errorCodeName(ErrorCode code) {
       return "limit reached";
     case ErrorCode::kInternal:
       return "internal error";
+    case ErrorCode::kPermissionDenied:
+      return "permission denied";
     case ErrorCode::kSidecarUnavailable:
       return "sidecar unavailable";
     case ErrorCode::kWrongThread:

@@ -25,6 +25,7 @@ enum class LeaseError {
   kShuttingDown,
   kLimitReached,
   kInternal,
+  kPermissionDenied,
 };
 const char* errorName(LeaseError error);
 

@@ -781,6 +781,8 @@ const char* errorName(LeaseError error) {
       return "limit reached";
     case LeaseError::kInternal:
       return "internal error";
+    case LeaseError::kPermissionDenied:
+      return "permission denied";
   }
   return "?";
 }

@@ -27,6 +27,8 @@ ipc::Error toIpc(engine::LeaseError error) {
       return ipc::Error::LIMIT_REACHED;
     case E::kInternal:
       return ipc::Error::INTERNAL;
+    case E::kPermissionDenied:
+      return ipc::Error::PERMISSION_DENIED;
   }
   return ipc::Error::INTERNAL;
 }

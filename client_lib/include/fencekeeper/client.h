@@ -32,6 +32,7 @@ enum class ErrorCode {
   kShuttingDown = 8,
   kLimitReached = 9,
   kInternal = 10,
+  kPermissionDenied = 11,
   kSidecarUnavailable = 100,  // cannot connect, or the connection dropped
   kWrongThread = 101,         // called from a loss callback, on the client's I/O thread
 };

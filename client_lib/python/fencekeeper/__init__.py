@@ -15,14 +15,14 @@ tree, or the system loader.
 """
 from .client import Client, HolderInfo, Lease, LostCallback, Seconds
 from .errors import (ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
-                     InvalidName, LimitReached, LossReason, Lost, NotHeld, ShuttingDown,
-                     SidecarUnavailable, TimedOut, WrongThread, ZkUnavailable)
+                     InvalidName, LimitReached, LossReason, Lost, NotHeld, PermissionDenied,
+                     ShuttingDown, SidecarUnavailable, TimedOut, WrongThread, ZkUnavailable)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Lease", "HolderInfo", "LostCallback", "Seconds", "ErrorCode", "LossReason",
     "FencekeeperError", "InvalidName", "InvalidArgument", "TimedOut", "NotHeld", "Expired",
-    "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError",
+    "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError", "PermissionDenied",
     "SidecarUnavailable", "WrongThread",
 ]

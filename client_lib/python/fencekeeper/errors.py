@@ -19,6 +19,7 @@ class ErrorCode(enum.IntEnum):
     SHUTTING_DOWN = 8
     LIMIT_REACHED = 9
     INTERNAL = 10
+    PERMISSION_DENIED = 11
     SIDECAR_UNAVAILABLE = 100
     WRONG_THREAD = 101
 
@@ -108,6 +109,12 @@ class InternalError(FencekeeperError):
     code = ErrorCode.INTERNAL
 
 
+class PermissionDenied(FencekeeperError, PermissionError):
+    """This peer may not use the sidecar (allow-list), or ZooKeeper refused an ACL."""
+
+    code = ErrorCode.PERMISSION_DENIED
+
+
 class SidecarUnavailable(FencekeeperError, ConnectionError):
     """Cannot connect to the sidecar, the connection dropped, or the client is closed."""
 
@@ -123,7 +130,8 @@ class WrongThread(FencekeeperError):
 _BY_CODE: Dict[int, Type[FencekeeperError]] = {
     cls.code: cls
     for cls in (InvalidName, InvalidArgument, TimedOut, NotHeld, Expired, Lost, ZkUnavailable,
-                ShuttingDown, LimitReached, InternalError, SidecarUnavailable, WrongThread)
+                ShuttingDown, LimitReached, InternalError, PermissionDenied, SidecarUnavailable,
+                WrongThread)
 }
 
 
