@@ -181,6 +181,10 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     out.setRoot(ctx_.root);
     out.setPendingDeletes(s.pendingDeletes);
     out.setDroppedDeletes(s.droppedDeletes);
+    if (auto* accept = ctx_.acceptLoop) {
+      out.setAccepting(accept->accepting());
+      out.setAcceptFailures(accept->failures());
+    }
     auto leases = out.initLeases(static_cast<unsigned>(s.leases.size()));
     for (unsigned i = 0; i < s.leases.size(); ++i) {
       leases[i].setName(s.leases[i].name);
@@ -219,22 +223,15 @@ struct Connection {
 }  // namespace
 
 RpcListener::RpcListener(ServerContext& context, kj::Own<kj::ConnectionReceiver> receiver)
-    : context_(context), receiver_(kj::mv(receiver)), connections_(*this) {
-  accepting_ = acceptLoop().eagerlyEvaluate([](kj::Exception&& e) {
-    spdlog::critical("accept loop failed: {}", e.getDescription().cStr());
-  });
+    : context_(context),
+      receiver_(kj::mv(receiver)),
+      connections_(*this),
+      accepting_(*receiver_, context.timer,
+                 [this](kj::AuthenticatedStream stream) { serve(kj::mv(stream)); }) {
+  context_.acceptLoop = &accepting_;
 }
 
-RpcListener::~RpcListener() noexcept(false) = default;
-
-void RpcListener::stopAccepting() { accepting_ = nullptr; }
-
-kj::Promise<void> RpcListener::acceptLoop() {
-  return receiver_->acceptAuthenticated().then([this](kj::AuthenticatedStream stream) {
-    serve(kj::mv(stream));
-    return acceptLoop();
-  });
-}
+RpcListener::~RpcListener() noexcept(false) { context_.acceptLoop = nullptr; }
 
 void RpcListener::serve(kj::AuthenticatedStream stream) {
   Peer peer{nextConnection_++};

@@ -10,6 +10,7 @@
 
 #include "sidecar/common/clock.h"
 #include "sidecar/engine/lock_engine.h"
+#include "sidecar/rpc/accept_loop.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::rpc {
@@ -22,6 +23,7 @@ struct ServerContext {
   std::string root;
   TimePoint startedAt;
   uint32_t connections = 0;
+  const AcceptLoop* acceptLoop = nullptr;  // set by the listener, for Status.accepting
 };
 
 // Accepts connections on a listening Unix socket and serves each with its own two-party RPC
@@ -31,10 +33,9 @@ class RpcListener final : private kj::TaskSet::ErrorHandler {
   RpcListener(ServerContext& context, kj::Own<kj::ConnectionReceiver> receiver);
   ~RpcListener() noexcept(false);
   // Stops accepting; open connections go on until destroyed.
-  void stopAccepting();
+  void stopAccepting() { accepting_.stop(); }
 
  private:
-  kj::Promise<void> acceptLoop();
   void serve(kj::AuthenticatedStream stream);
   void taskFailed(kj::Exception&& exception) override;
 
@@ -42,7 +43,7 @@ class RpcListener final : private kj::TaskSet::ErrorHandler {
   kj::Own<kj::ConnectionReceiver> receiver_;
   uint64_t nextConnection_ = 1;
   kj::TaskSet connections_;
-  kj::Promise<void> accepting_ = nullptr;
+  AcceptLoop accepting_;
 };
 
 }  // namespace fencekeeper::rpc
