@@ -25,19 +25,21 @@ AcceptLoop::AcceptLoop(kj::ConnectionReceiver& receiver, Timer& timer,
 AcceptLoop::~AcceptLoop() noexcept(false) = default;
 
 kj::Promise<void> AcceptLoop::acceptNext() {
-  return receiver_.acceptAuthenticated().then(
-      [this](kj::AuthenticatedStream stream) {
-        if (!accepting_) {
-          spdlog::info("accepting again after {} failed accept() calls over {} ms", streakFailures_,
-                       msBetween(streakStarted_, timer_.now()));
-          accepting_ = true;
-          streakFailures_ = 0;
-          backoff_ = kFirstBackoff;
-        }
-        serve_(kj::mv(stream));
-        return acceptNext();
-      },
-      [this](kj::Exception&& e) { return retryAfter(kj::mv(e)); });
+  // KJ's accept() throws a failed accept(2) at once rather than rejecting its promise.
+  return kj::evalNow([this] { return receiver_.acceptAuthenticated(); })
+      .then(
+          [this](kj::AuthenticatedStream stream) {
+            if (!accepting_) {
+              spdlog::info("accepting again after {} failed accept() calls over {} ms",
+                           streakFailures_, msBetween(streakStarted_, timer_.now()));
+              accepting_ = true;
+              streakFailures_ = 0;
+              backoff_ = kFirstBackoff;
+            }
+            serve_(kj::mv(stream));
+            return acceptNext();
+          },
+          [this](kj::Exception&& e) { return retryAfter(kj::mv(e)); });
 }
 
 kj::Promise<void> AcceptLoop::retryAfter(kj::Exception&& error) {

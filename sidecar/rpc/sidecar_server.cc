@@ -5,6 +5,7 @@
 
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/rpc/error_mapping.h"
+#include "sidecar/rpc/message_limits.h"
 
 namespace fencekeeper::rpc {
 
@@ -204,20 +205,15 @@ class SidecarImpl final : public ipc::Sidecar::Server {
 // One client connection: its stream, network and RPC system, alive until the peer disconnects.
 struct Connection {
   kj::Own<kj::AsyncIoStream> stream;
+  BoundedMessageStream messages;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpcSystem;
 
   Connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap)
       : stream(kj::mv(s)),
-        network(*stream, capnp::rpc::twoparty::Side::SERVER, readerOptions()),
+        messages(*stream),
+        network(messages, capnp::rpc::twoparty::Side::SERVER, clientReaderOptions()),
         rpcSystem(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
-
-  static capnp::ReaderOptions readerOptions() {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 1 << 20;  // 8 MiB: requests are small; garbage stays cheap
-    options.nestingLimit = 16;
-    return options;
-  }
 };
 
 }  // namespace

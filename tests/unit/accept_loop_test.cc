@@ -18,7 +18,8 @@ class ScriptedReceiver final : public kj::ConnectionReceiver {
     ++calls;
     if (failuresLeft > 0) {
       --failuresLeft;
-      return KJ_EXCEPTION(FAILED, "accept(): Too many open files");
+      // As KJ's receiver does: the failed accept(2) is thrown, not returned as a rejection.
+      kj::throwFatalException(KJ_EXCEPTION(FAILED, "accept(): Too many open files"));
     }
     auto paf = kj::newPromiseAndFulfiller<kj::Own<kj::AsyncIoStream>>();
     pending.push_back(kj::mv(paf.fulfiller));

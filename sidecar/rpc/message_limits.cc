@@ -1,0 +1,52 @@
+#include "sidecar/rpc/message_limits.h"
+
+#include <capnp/rpc.capnp.h>
+#include <kj/debug.h>
+
+namespace fencekeeper::rpc {
+
+namespace {
+
+void checkCapTable(capnp::rpc::Payload::Reader payload) {
+  auto entries = payload.getCapTable().size();
+  KJ_REQUIRE(entries <= kMaxCapTableEntries, "capability table over the sidecar's bound", entries,
+             kMaxCapTableEntries);
+}
+
+// Only calls and returns carry capability tables (rpc.capnp: Payload).
+void checkMessage(capnp::MessageReader& message) {
+  auto root = message.getRoot<capnp::rpc::Message>();
+  switch (root.which()) {
+    case capnp::rpc::Message::CALL:
+      checkCapTable(root.getCall().getParams());
+      break;
+    case capnp::rpc::Message::RETURN:
+      if (root.getReturn().isResults()) checkCapTable(root.getReturn().getResults());
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+capnp::ReaderOptions clientReaderOptions() {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = kMaxMessageWords;
+  options.nestingLimit = kMaxNesting;
+  return options;
+}
+
+kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> BoundedMessageStream::tryReadMessage(
+    kj::ArrayPtr<kj::AutoCloseFd> fdSpace, capnp::ReaderOptions options,
+    kj::ArrayPtr<capnp::word> scratchSpace) {
+  return inner_.tryReadMessage(fdSpace, options, scratchSpace)
+      .then([](kj::Maybe<capnp::MessageReaderAndFds> read) {
+        KJ_IF_MAYBE (m, read) {
+          checkMessage(*m->reader);
+        }
+        return read;
+      });
+}
+
+}  // namespace fencekeeper::rpc

@@ -1,0 +1,214 @@
+// Floods from one local process (fk-flood, raw Cap'n Proto over the lease socket) against a real
+// sidecar, while a holder on another connection keeps a lease with keep-alive: through each flood
+// the holder is never told lost, every check of its lease answers, and the sidecar vouches for its
+// session throughout (issue 9; docs/security.md "Floods"). FK_FLOOD_SECONDS sets each flood's
+// length (default 60). Each test prints what it measured: the holder's check() round trips, the
+// sidecar's heartbeat round trips (loop latency included), its RSS and the flood's own counts.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <thread>
+#include <vector>
+
+#include "fencekeeper/client.h"
+#include "tests/support/loss_recorder.h"
+#include "tests/support/sidecar_cluster.h"
+#include "tests/support/wait.h"
+
+namespace fencekeeper::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kHeldLock = "flood-held";
+
+int floodSeconds() {
+  const char* env = std::getenv("FK_FLOOD_SECONDS");
+  return env && *env ? std::max(1, std::atoi(env)) : 60;
+}
+
+long rssKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return 0;
+}
+
+size_t openFds(pid_t pid) {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+long long percentile(std::vector<long long> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// What the holder and an observer on a third connection saw, sampled from their own thread.
+struct Observed {
+  std::vector<long long> checkUs;  // round trips of the holder's lease check()
+  int checkFailures = 0;
+  int statusFailures = 0;
+  int notConnected = 0;  // status answers with a zkState other than "connected"
+  uint32_t minSafeForMs = UINT32_MAX;
+  long maxRssKiB = 0;
+};
+
+// Round trips of the sidecar's own ZooKeeper heartbeats, from its trace log.
+struct Heartbeats {
+  long long maxUs = 0;
+  int count = 0;
+  int anchoredNothing = 0;  // answered later than Q: the loop or ZooKeeper was that slow
+};
+
+Heartbeats heartbeatsIn(const std::string& log) {
+  static const std::regex answered("heartbeat answered after (\\d+) us");
+  static const std::regex slow("heartbeat answered after (\\d+) ms: it anchors nothing");
+  Heartbeats h;
+  for (std::sregex_iterator it(log.begin(), log.end(), answered), end; it != end; ++it) {
+    h.maxUs = std::max(h.maxUs, std::stoll((*it)[1]));
+    ++h.count;
+  }
+  for (std::sregex_iterator it(log.begin(), log.end(), slow), end; it != end; ++it) {
+    h.maxUs = std::max(h.maxUs, std::stoll((*it)[1]) * 1000);
+    ++h.count;
+    ++h.anchoredNothing;
+  }
+  return h;
+}
+
+class FloodTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SidecarOptions options;
+    options.sessionTimeout = "4s";  // Q = 1 s: a heartbeat answered later than that anchors nothing
+    cluster.startSidecar(options);
+    holderClient = cluster.connect(0);
+    observerClient = cluster.connect(0);
+    AcquireOptions acquire = acquireOptions(milliseconds(5000), milliseconds(3000));
+    acquire.onLost = loss.callback();
+    Status status;
+    lease = holderClient->acquire(kHeldLock, acquire, &status);
+    ASSERT_TRUE(lease) << status.message;
+    token = lease->token();
+  }
+
+  // Runs fk-flood MODE for FK_FLOOD_SECONDS with the holder and the observer sampling, then checks
+  // that the holder kept its lease and that a new client is served.
+  void floodAndHold(const std::string& mode, std::vector<std::string> extraArgs = {}) {
+    ASSERT_TRUE(lease);
+    int seconds = floodSeconds();
+    std::atomic<bool> done{false};
+    Observed seen;
+    pid_t sidecarPid = cluster.sidecar(0).pid();
+    std::thread observer([&] {
+      for (int i = 0; !done; ++i) {
+        auto t0 = Clock::now();
+        Millis valid{0};
+        if (!lease->check(&valid).ok() || valid.count() == 0) ++seen.checkFailures;
+        seen.checkUs.push_back(
+            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+        if (i % 10 == 0) {
+          SidecarStatus s;
+          if (!observerClient->status(&s).ok()) {
+            ++seen.statusFailures;
+          } else {
+            if (s.zkState != "connected") ++seen.notConnected;
+            seen.minSafeForMs = std::min(seen.minSafeForMs, s.safeForMs);
+          }
+          seen.maxRssKiB = std::max(seen.maxRssKiB, rssKiB(sidecarPid));
+        }
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+    });
+    size_t logBefore = cluster.sidecar(0).log().size();
+    std::vector<std::string> argv{FK_FLOOD_BIN, "--socket",  cluster.socket(0),       "--mode",
+                                  mode,         "--seconds", std::to_string(seconds), "--name",
+                                  kHeldLock};
+    argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+    ChildProcess flood(argv, cluster.newLogPath("flood-" + mode));
+    int exitStatus = flood.wait(milliseconds((seconds + 60) * 1000));
+    done = true;
+    observer.join();
+    EXPECT_EQ(exitStatus, 0) << flood.log();
+    auto heartbeats = heartbeatsIn(cluster.sidecar(0).log().substr(logBefore));
+    std::string counts = flood.log();
+    while (!counts.empty() && counts.back() == '\n') counts.pop_back();
+
+    std::printf(
+        "flood %s (%d s): %s  holder check() round trip p50 %lld us, p99 %lld us, max %lld us "
+        "over %zu; heartbeat round trip max %lld us over %d (%d later than Q); min safeFor %u ms; "
+        "sidecar RSS max %ld KiB\n",
+        mode.c_str(), seconds, counts.c_str(), percentile(seen.checkUs, 0.5),
+        percentile(seen.checkUs, 0.99), percentile(seen.checkUs, 1.0), seen.checkUs.size(),
+        heartbeats.maxUs, heartbeats.count, heartbeats.anchoredNothing, seen.minSafeForMs,
+        seen.maxRssKiB);
+
+    EXPECT_FALSE(loss.lost) << "the holder was told its lease was lost, reason "
+                            << lossReasonName(static_cast<LossReason>(loss.reason.load()));
+    EXPECT_EQ(seen.checkFailures, 0) << "the holder's lease stopped checking valid";
+    EXPECT_EQ(seen.statusFailures, 0);
+    EXPECT_EQ(seen.notConnected, 0);
+    EXPECT_GT(seen.minSafeForMs, 0u) << "the sidecar stopped vouching for its session";
+    EXPECT_GT(seen.checkUs.size(), static_cast<size_t>(seconds) * 10) << "checks stalled";
+    Status renewed = lease->renew();
+    EXPECT_TRUE(renewed.ok()) << renewed.message;
+    EXPECT_EQ(lease->token(), token);
+    last = seen;
+
+    // The sidecar still serves a newcomer.
+    // (A backlog the flood filled is drained first: retry the connect.)
+    std::unique_ptr<Client> newcomer;
+    ASSERT_TRUE(
+        waitUntil([&] { return (newcomer = Client::connect(cluster.socket(0))) != nullptr; },
+                  milliseconds(5000)));
+    Status status;
+    auto other = newcomer->acquire("flood-after",
+                                   acquireOptions(milliseconds(5000), milliseconds(3000)), &status);
+    EXPECT_TRUE(other) << status.message;
+  }
+
+  SidecarCluster cluster;
+  std::unique_ptr<Client> holderClient, observerClient;
+  LossRecorder loss;
+  std::unique_ptr<Lease> lease;
+  uint64_t token = 0;
+  Observed last;
+};
+
+// (c) Defect 3: capability tables of a million entries, 200-deep nesting, 4 MiB names, 500
+// segments.
+TEST_F(FloodTest, OversizedMessagesLeaveAnotherConnectionsLeaseAlone) { floodAndHold("oversized"); }
+
+// (d) Defect 4: connections held open until the sidecar's fds run out; once they close, new
+// clients are accepted again.
+TEST_F(FloodTest, FdExhaustionLeavesAnotherConnectionsLeaseAloneAndAcceptingResumes) {
+  pid_t pid = cluster.sidecar(0).pid();
+  rlimit limit{};
+  limit.rlim_cur = limit.rlim_max = openFds(pid) + 32;
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0) << std::strerror(errno);
+  floodAndHold("connections");
+  EXPECT_NE(cluster.sidecar(0).log().find("accept() failed"), std::string::npos)
+      << "the flood did not exhaust the sidecar's fds";
+}
+
+// (f) Random bytes, and random words behind a valid segment table, on connection after connection.
+TEST_F(FloodTest, GarbageFramesLeaveAnotherConnectionsLeaseAlone) { floodAndHold("garbage"); }
+
+}  // namespace
+}  // namespace fencekeeper::testing
