@@ -29,6 +29,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kHeldLock = "flood-held";
+constexpr milliseconds kQuarterSession{1000};  // Q, with the 4 s session timeout below
 
 int floodSeconds() {
   const char* env = std::getenv("FK_FLOOD_SECONDS");
@@ -166,6 +167,9 @@ class FloodTest : public ::testing::Test {
     EXPECT_EQ(seen.notConnected, 0);
     EXPECT_GT(seen.minSafeForMs, 0u) << "the sidecar stopped vouching for its session";
     EXPECT_GT(seen.checkUs.size(), static_cast<size_t>(seconds) * 10) << "checks stalled";
+    // A loop that stalls for Q delays a heartbeat's answer past Q: it then anchors nothing.
+    EXPECT_LT(percentile(seen.checkUs, 1.0), kQuarterSession.count() * 1000)
+        << "the loop stalled for a quarter of the session timeout";
     Status renewed = lease->renew();
     EXPECT_TRUE(renewed.ok()) << renewed.message;
     EXPECT_EQ(lease->token(), token);
@@ -190,6 +194,12 @@ class FloodTest : public ::testing::Test {
   uint64_t token = 0;
   Observed last;
 };
+
+// A client as busy as it can be: status() calls pipelined, every reply read. The sidecar reads
+// every connection in turn, so the others' calls and its ZooKeeper answers wait only so long.
+TEST_F(FloodTest, BusyClientLeavesAnotherConnectionsLeaseAlone) {
+  floodAndHold("status", {"--inflight", "20000"});
+}
 
 // (c) Defect 3: capability tables of a million entries, 200-deep nesting, 4 MiB names, 500
 // segments.

@@ -2,7 +2,7 @@
 // for the flood tests (flood_test.cc; issue 9, docs/security.md "Floods"):
 //   fk-flood --socket S --mode MODE --seconds N [--inflight K] [--name LOCK]
 // MODE: hoard (acquires on fresh names, every granted lease kept), unread (calls whose replies
-// are never read), oversized (huge capability tables, deep nesting, big and many-segment
+// are never read), status (status() calls, replies read: a busy client), oversized (huge capability tables, deep nesting, big and many-segment
 // messages), captable (huge capability tables only), connections (connections held open until
 // the socket or the sidecar's fds give out), holder (holder() calls on LOCK and 100 other
 // names), garbage (random bytes, and random words behind a valid segment table).
@@ -231,6 +231,8 @@ int main(int argc, char** argv) {
     pipelined(o, c, deadline, [&](uint32_t q) {
       return acquire(q, 0, "flood-hoard-" + std::to_string(fresh++), 60'000, 0);
     });
+  } else if (o.mode == "status") {
+    pipelined(o, c, deadline, [](uint32_t q) { return status(q, 0); });
   } else if (o.mode == "unread") {
     neverRead(o, c, deadline, [](uint32_t q) { return status(q, 0); });
   } else if (o.mode == "oversized") {
