@@ -24,8 +24,8 @@ std::string parentPath(const std::string& path) {
 }
 
 // The detail of a permissionDenied: what ZooKeeper refused, on which node.
-std::string refusedBy(const char* operation, const std::string& path) {
-  return std::string("ZooKeeper refused to ") + operation + " " + path +
+std::string refusedBy(const std::string& operation, const std::string& path) {
+  return "ZooKeeper refused to " + operation + " " + path +
          ": its ACL does not grant this sidecar's identity (--zk-auth-file; see "
          "docs/security.md)";
 }
@@ -332,16 +332,34 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
                  return;
                }
                if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown);
-               if (res.code == zk::Code::kNoAuth) {
-                 std::string parent = parentPath(node);
-                 spdlog::error("lock {}: {}", r.spec.name, refusedBy("create a node in", parent));
-                 return fail(r, LeaseError::kPermissionDenied,
-                             refusedBy("create a node in", parent));
-               }
+               // Refused under a parent this identity may not write: fine if the node exists.
+               if (res.code == zk::Code::kNoAuth)
+                 return ensureParentExists(r, level, restarts, node);
                spdlog::error("cannot create lock parent for {}: {}", r.spec.name,
                              zk::codeName(res.code));
                fail(r, LeaseError::kZkUnavailable);
              }));
+}
+
+void LockEngine::ensureParentExists(Request& r, size_t level, int restarts,
+                                    const std::string& node) {
+  zk_.get(node, resume(r, State::kCreating,
+                       [this, level, restarts, node](Request& r, const zk::GetResult& got) {
+                         if (got.code == zk::Code::kOk)
+                           return ensureParents(r, level + 1, restarts);
+                         if (zk::isAmbiguous(got.code)) {
+                           return retryLater(r, [this, level, restarts](Request& again) {
+                             ensureParents(again, level, restarts);
+                           });
+                         }
+                         if (got.code == zk::Code::kSessionExpired) {
+                           r.recreateOnConnect = true;  // the session listener starts it over
+                           return;
+                         }
+                         std::string detail = refusedBy("create " + node + " in", parentPath(node));
+                         spdlog::error("lock {}: {}", r.spec.name, detail);
+                         fail(r, LeaseError::kPermissionDenied, std::move(detail));
+                       }));
 }
 
 // ---- the queue -------------------------------------------------------------------------------
@@ -437,8 +455,8 @@ void LockEngine::grant(Request& r) {
                r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
   watchOwnNode(r);
   auto done = std::move(r.done);
-  done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid),
-                      validity(r).valid, {}});
+  done(AcquireOutcome{
+      LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid), validity(r).valid, {}});
 }
 
 // One timer per lease: renewals only move the deadline (renewing often must not pile up timers),

@@ -126,6 +126,7 @@ class LockEngine {
   void findCreatedNode(Request& r);
   void adoptCreatedNode(Request& r, const std::string& path);
   void ensureParents(Request& r, size_t level, int restarts);
+  void ensureParentExists(Request& r, size_t level, int restarts, const std::string& node);
   void checkQueue(Request& r);
   void onChildren(Request& r, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);

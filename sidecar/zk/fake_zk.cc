@@ -98,6 +98,12 @@ void FakeZkClient::getAcl(const std::string& path, AclCallback done) {
       result.code = Code::kNoAuth;
     } else {
       result = AclResult{Code::kOk, it->second.acl};
+      // As the server: without admin rights on the node, a digest's hash reads as "x".
+      if (!server_.allows(path, kPermAdmin, identity_)) {
+        for (auto& entry : result.acl) {
+          if (entry.scheme == "digest") entry.id = entry.id.substr(0, entry.id.find(':')) + ":x";
+        }
+      }
     }
   }
   post([done = std::move(done), result = std::move(result)] { done(result); });
@@ -205,7 +211,7 @@ CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
   std::string created = path;
   if (mode == CreateMode::kEphemeralSequential) {
     char suffix[16];
-    std::snprintf(suffix, sizeof suffix, "%010d", parent->second.nextSequence++);
+    std::snprintf(suffix, sizeof suffix, "%010d", parent->second.childrenCreated);
     created += suffix;
   }
   if (nodes_.count(created)) return {Code::kNodeExists, {}, {}};
@@ -221,6 +227,7 @@ CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
     node.acl = {Acl{"digest", identity, kPermAll}, Acl{"world", "anyone", kPermRead}};
   }
   parent->second.stat.numChildren++;
+  parent->second.childrenCreated++;
   parent->second.hadChildren = true;
   Stat stat = node.stat;
   nodes_.emplace(created, std::move(node));

@@ -89,7 +89,7 @@ class FakeZkServer {
     std::string data;
     Stat stat;
     CreateMode mode;
-    int32_t nextSequence = 0;
+    int32_t childrenCreated = 0;  // the next sequence suffix, as on the server
     bool hadChildren = false;
     std::vector<Acl> acl;
   };

@@ -60,12 +60,20 @@ void FaultyZkClient::run(Op op, Result lost, std::function<void(std::function<vo
       if (alive.lock()) deliver();
     });
   };
-  auto go = [this, send = std::move(send), answer = std::move(answer)] {
-    ++sent_;
+  auto go = [this, op, send = std::move(send), answer = std::move(answer)] {
+    ++sent_[op];
     send(answer);
   };
   if (stalledOps_ & op) return stalled_.push_back(std::move(go));
   go();
+}
+
+uint64_t FaultyZkClient::sent(unsigned ops) const {
+  uint64_t n = 0;
+  for (auto& [op, count] : sent_) {
+    if (op & ops) n += count;
+  }
+  return n;
 }
 
 void FaultyZkClient::unstall() {

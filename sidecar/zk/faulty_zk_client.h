@@ -60,8 +60,8 @@ class FaultyZkClient final : public Client {
   // ... or it is not sent and fails with `code`.
   void failNextCreateBeforeApply(Code code) { createFaults_.push_back({false, code}); }
   size_t inFlight() const { return inFlight_.size(); }
-  // Requests passed on to the wrapped client so far (what the server was sent).
-  uint64_t sent() const { return sent_; }
+  // Requests of `ops` passed on to the wrapped client so far (what the server was sent).
+  uint64_t sent(unsigned ops = kAllOps) const;
 
   void create(const std::string& path, const std::string& data, CreateMode mode,
               CreateCallback done) override;
@@ -103,7 +103,7 @@ class FaultyZkClient final : public Client {
   unsigned stalledOps_ = 0;
   bool disconnected_ = false;
   uint64_t nextCall_ = 1;
-  uint64_t sent_ = 0;
+  std::map<Op, uint64_t> sent_;
   std::map<uint64_t, std::function<void()>> inFlight_;  // call -> fail it with connection loss
   std::deque<std::function<void()>> stalled_;           // sends held back
   std::vector<CreateFault> createFaults_;
