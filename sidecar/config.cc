@@ -16,7 +16,14 @@ A per-pod sidecar that grants fenced leases on named locks, held as ZooKeeper
 ephemeral sequential nodes; every grant carries a fencing token (the node's czxid).
 
   --zk HOST:PORT[,HOST:PORT...][/chroot]
-                         the ZooKeeper ensemble (env FENCEKEEPER_ZK)
+                         the ZooKeeper ensemble (env FENCEKEEPER_ZK); a /chroot
+                         must exist (the sidecar creates --root inside it)
+  --zk-auth-file PATH    ZooKeeper digest credentials, one line user:password, in a file
+                         no other user may read (default none). Every session authenticates
+                         with them (also a new session after an expiry) and every node the
+                         sidecar creates gets the ACL: all rights for that identity, read for
+                         the world. Without it nodes are open to every ZooKeeper client
+                         (world:anyone:cdrwa; a warning at start). See docs/security.md
   --dev                  start a private standalone ZooKeeper on a free loopback port
                          (Debian's zookeeper package) and print the --zk string that
                          another sidecar can use to join it
@@ -63,6 +70,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
 
   enum : int {
     kZk = 1000,
+    kZkAuthFile,
     kSocket,
     kRoot,
     kSessionTimeout,
@@ -79,6 +87,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
   };
   static const option options[] = {
       {"zk", required_argument, nullptr, kZk},
+      {"zk-auth-file", required_argument, nullptr, kZkAuthFile},
       {"socket", required_argument, nullptr, kSocket},
       {"root", required_argument, nullptr, kRoot},
       {"session-timeout", required_argument, nullptr, kSessionTimeout},
@@ -114,6 +123,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
     switch (opt) {
       case kZk:
         c.zk = optarg;
+        break;
+      case kZkAuthFile:
+        c.zkAuthFile = optarg;
         break;
       case kSocket:
         c.socket = optarg;

@@ -9,7 +9,8 @@
 namespace fencekeeper {
 
 struct SidecarConfig {
-  std::string zk;  // connect string; empty with --dev
+  std::string zk;          // connect string; empty with --dev
+  std::string zkAuthFile;  // --zk-auth-file: digest credentials `user:password`; empty: none
   std::string socket = "/run/fencekeeper/fencekeeper.sock";
   std::string root = "/fencekeeper";
   Millis sessionTimeout{10'000};

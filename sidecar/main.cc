@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "sidecar/config.h"
@@ -15,6 +16,8 @@
 #include "sidecar/loop/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/unix_socket.h"
+#include "sidecar/zk/acl_audit.h"
+#include "sidecar/zk/credentials.h"
 #include "sidecar/zk/real_zk_client.h"
 
 namespace fencekeeper {
@@ -35,11 +38,42 @@ std::string randomInstanceId() {
   return hex;
 }
 
+// Warns about existing parent nodes any ZooKeeper client may change (see acl_audit.h).
+void logAudit(const zk::AclAuditReport& report) {
+  for (auto& line : zk::describe(report)) spdlog::warn("{}", line);
+  if (report.openNodes.empty() && report.unchecked.empty()) {
+    spdlog::info("zookeeper ACLs: {} existing parent node(s) checked, none open", report.checked);
+  }
+}
+
+// With a chroot in --zk, the sidecar works inside it but cannot create it.
+void checkChroot(zk::Client& zk, const std::string& hosts) {
+  auto slash = hosts.find('/');
+  if (slash == std::string::npos) return;
+  zk.get("/", [chroot = hosts.substr(slash)](const zk::GetResult& got) {
+    if (got.code == zk::Code::kNoNode) {
+      spdlog::error(
+          "the chroot {} of --zk does not exist: create it (zkCli create {}); no lock "
+          "can be granted until then",
+          chroot, chroot);
+    }
+  });
+}
+
 int run(const SidecarConfig& config) {
   // Before any thread exists (the ZooKeeper client's inherit the mask): signals become events.
   kj::UnixEventPort::captureSignal(SIGTERM);
   kj::UnixEventPort::captureSignal(SIGINT);
   signal(SIGPIPE, SIG_IGN);
+
+  std::optional<zk::DigestCredentials> credentials;
+  if (!config.zkAuthFile.empty()) {
+    credentials = zk::readCredentialsFile(config.zkAuthFile);  // a bad file ends the start here
+  } else {
+    spdlog::warn(
+        "no --zk-auth-file: lock nodes get the open ACL world:anyone:cdrwa; any ZooKeeper "
+        "client can delete a holder's node or block a lock (see docs/security.md)");
+  }
 
   std::unique_ptr<devzk::ZkServerProcess> devServer;
   std::string hosts = config.zk;
@@ -62,7 +96,10 @@ int run(const SidecarConfig& config) {
   KjLoopExecutor executor(io.unixEventPort);
   KjTimer timer(io.provider->getTimer());
   auto zk = std::make_unique<zk::RealZkClient>(executor, timer, hosts, config.sessionTimeout,
-                                               /*watchHandshakes=*/true);
+                                               /*watchHandshakes=*/true, credentials);
+  checkChroot(*zk, hosts);
+  std::unique_ptr<zk::AclAudit> audit;
+  if (credentials) audit = std::make_unique<zk::AclAudit>(*zk, timer, config.root, logAudit);
 
   engine::EngineConfig engineConfig;
   engineConfig.root = config.root;
@@ -81,10 +118,11 @@ int run(const SidecarConfig& config) {
       io.lowLevelProvider->wrapListenSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
   spdlog::info(
       "fencekeeper serving socket={} zk={} root={} session-timeout={}ms parents={} "
-      "default-ttl={}ms max-ttl={}ms instance={}",
+      "default-ttl={}ms max-ttl={}ms instance={} zk-auth={}",
       config.socket, hosts, config.root, config.sessionTimeout.count(),
       config.persistentParents ? "persistent" : "container", config.defaultTtl.count(),
-      config.maxTtl.count(), engineConfig.instanceId);
+      config.maxTtl.count(), engineConfig.instanceId,
+      credentials ? "digest user " + credentials->user : std::string("none (open ACL)"));
 
   auto signalled = io.unixEventPort.onSignal(SIGTERM)
                        .exclusiveJoin(io.unixEventPort.onSignal(SIGINT))
@@ -104,6 +142,7 @@ int run(const SidecarConfig& config) {
   if (!clean) spdlog::warn("shutdown: ZooKeeper did not confirm every deletion in time");
   listener.reset();  // closes connections: their leases are already released
   engine.reset();
+  audit.reset();
   zk.reset();  // closes the session: any node left behind goes with it
   spdlog::info("fencekeeper stopped");
   return 0;

@@ -55,6 +55,7 @@ struct AcquireOutcome {
   LeaseId id = 0;
   uint64_t token = 0;
   Millis valid{0};
+  std::string detail;  // for people: what was wrong (e.g. the path whose ACL refused us)
 };
 
 struct ReleaseOutcome {
@@ -77,6 +78,9 @@ struct HolderInfo {
   int64_t sinceUnixMs = 0;
   uint32_t waiters = 0;
   bool thisSidecar = false;
+  // The first queue entry is a persistent node planted in the queue (see ForeignNodes).
+  bool foreign = false;
+  std::string foreignNode;  // path of the first planted entry known in the queue, if any
 };
 
 struct LeaseSummary {
@@ -94,6 +98,7 @@ struct EngineStatus {
   uint32_t pendingDeletes = 0;  // node deletions ZooKeeper has not confirmed yet
   uint64_t droppedDeletes = 0;  // unconfirmed deletions given up at the bound (left to the session)
   std::vector<LeaseSummary> leases;
+  std::vector<std::string> foreignNodes;  // planted queue entries seen and still there (paths)
 };
 
 }  // namespace fencekeeper::engine

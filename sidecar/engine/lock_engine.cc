@@ -13,8 +13,22 @@ namespace fencekeeper::engine {
 namespace {
 constexpr const char* kLockMarker = "__lock__";
 constexpr int kMaxParentRestarts = 5;
+// How often a waiter looks at its queue again while its predecessor may not be read (its ACL):
+// no watch can be set on a node this session may not read.
+constexpr Millis kUnreadablePoll{1'000};
 
 std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+std::string parentPath(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The detail of a permissionDenied: what ZooKeeper refused, on which node.
+std::string refusedBy(const std::string& operation, const std::string& path) {
+  return "ZooKeeper refused to " + operation + " " + path +
+         ": its ACL does not grant this sidecar's identity (--zk-auth-file; see "
+         "docs/security.md)";
+}
 }  // namespace
 
 enum class LockEngine::State { kCreating, kWaiting, kHeld, kReleased, kLost };
@@ -145,7 +159,7 @@ LockEngine::Request* LockEngine::find(LeaseId id, uint32_t attempt) {
 
 LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done) {
   auto refuse = [&](LeaseError e) {
-    done(AcquireOutcome{e, 0, 0, Millis(0)});
+    done(AcquireOutcome{e, 0, 0, Millis(0), {}});
     return LeaseId{0};
   };
   if (shuttingDown_) return refuse(LeaseError::kShuttingDown);
@@ -234,6 +248,10 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
     case zk::Code::kClosing:
       fail(r, LeaseError::kShuttingDown);
       return;
+    case zk::Code::kNoAuth:
+      spdlog::error("lock {}: {}", r.spec.name, refusedBy("create a node in", r.lockPath));
+      fail(r, LeaseError::kPermissionDenied, refusedBy("create a node in", r.lockPath));
+      return;
     default:
       spdlog::error("create under {} failed: {}", r.lockPath, zk::codeName(res.code));
       fail(r, LeaseError::kZkUnavailable);
@@ -258,6 +276,9 @@ void LockEngine::findCreatedNode(Request& r) {
   zk_.getChildren(
       r.lockPath, resume(r, State::kCreating, [this](Request& r, const zk::ChildrenResult& res) {
         if (res.code == zk::Code::kNoNode) return startCreate(r);
+        if (res.code == zk::Code::kNoAuth) {
+          return fail(r, LeaseError::kPermissionDenied, refusedBy("list", r.lockPath));
+        }
         if (res.code != zk::Code::kOk) return recoverLater(r);
         for (auto& child : res.children) {
           if (child.rfind(r.guid + kLockMarker, 0) == 0) {
@@ -273,6 +294,9 @@ void LockEngine::findCreatedNode(Request& r) {
 void LockEngine::adoptCreatedNode(Request& r, const std::string& path) {
   zk_.get(path, resume(r, State::kCreating, [this, path](Request& r, const zk::GetResult& got) {
             if (got.code == zk::Code::kNoNode) return startCreate(r);
+            if (got.code == zk::Code::kNoAuth) {
+              return fail(r, LeaseError::kPermissionDenied, refusedBy("read", path));
+            }
             if (got.code != zk::Code::kOk) return recoverLater(r);
             spdlog::info("lock {}: found node {} again after a lost connection", r.spec.name, path);
             onCreated(r, zk::CreateResult{zk::Code::kOk, path, got.stat});
@@ -290,26 +314,52 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
   bool persistent = level < 2 || config_.persistentParents;
   zk_.create(
       chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
-      resume(r, State::kCreating, [this, level, restarts](Request& r, const zk::CreateResult& res) {
-        if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
-          return ensureParents(r, level + 1, restarts);
-        }
-        if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
-          return ensureParents(r, 0, restarts + 1);  // a parent was reaped meanwhile
-        }
-        if (zk::isAmbiguous(res.code)) {
-          return retryLater(r, [this, level, restarts](Request& again) {
-            ensureParents(again, level, restarts);
-          });
-        }
-        if (res.code == zk::Code::kSessionExpired) {
-          r.recreateOnConnect = true;  // the session listener starts it over
-          return;
-        }
-        if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown);
-        spdlog::error("cannot create lock parent for {}: {}", r.spec.name, zk::codeName(res.code));
-        fail(r, LeaseError::kZkUnavailable);
-      }));
+      resume(r, State::kCreating,
+             [this, level, restarts, node = chain[level]](Request& r, const zk::CreateResult& res) {
+               if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
+                 return ensureParents(r, level + 1, restarts);
+               }
+               if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
+                 return ensureParents(r, 0, restarts + 1);  // a parent was reaped meanwhile
+               }
+               if (zk::isAmbiguous(res.code)) {
+                 return retryLater(r, [this, level, restarts](Request& again) {
+                   ensureParents(again, level, restarts);
+                 });
+               }
+               if (res.code == zk::Code::kSessionExpired) {
+                 r.recreateOnConnect = true;  // the session listener starts it over
+                 return;
+               }
+               if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown);
+               // Refused under a parent this identity may not write: fine if the node exists.
+               if (res.code == zk::Code::kNoAuth)
+                 return ensureParentExists(r, level, restarts, node);
+               spdlog::error("cannot create lock parent for {}: {}", r.spec.name,
+                             zk::codeName(res.code));
+               fail(r, LeaseError::kZkUnavailable);
+             }));
+}
+
+void LockEngine::ensureParentExists(Request& r, size_t level, int restarts,
+                                    const std::string& node) {
+  zk_.get(node, resume(r, State::kCreating,
+                       [this, level, restarts, node](Request& r, const zk::GetResult& got) {
+                         if (got.code == zk::Code::kOk)
+                           return ensureParents(r, level + 1, restarts);
+                         if (zk::isAmbiguous(got.code)) {
+                           return retryLater(r, [this, level, restarts](Request& again) {
+                             ensureParents(again, level, restarts);
+                           });
+                         }
+                         if (got.code == zk::Code::kSessionExpired) {
+                           r.recreateOnConnect = true;  // the session listener starts it over
+                           return;
+                         }
+                         std::string detail = refusedBy("create " + node + " in", parentPath(node));
+                         spdlog::error("lock {}: {}", r.spec.name, detail);
+                         fail(r, LeaseError::kPermissionDenied, std::move(detail));
+                       }));
 }
 
 // ---- the queue -------------------------------------------------------------------------------
@@ -326,10 +376,14 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     return retryLater(r, [this](Request& again) { checkQueue(again); });
   }
   if (res.code == zk::Code::kSessionExpired) return;  // the session listener starts it over
+  if (res.code == zk::Code::kNoAuth) {
+    return fail(r, LeaseError::kPermissionDenied, refusedBy("list", r.lockPath));
+  }
   if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) {
     return fail(r, LeaseError::kZkUnavailable);
   }
   sweepOrphans(r.lockPath, res.children);
+  foreign_.prune(r.lockPath, res.children);
 
   std::vector<QueueNode> queue;
   for (auto& child : res.children) {
@@ -356,11 +410,21 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
 void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
   zk_.getAndWatch(predecessor,
                   resume(r, State::kWaiting,
-                         [this](Request& r, const zk::GetResult& res) {
+                         [this, predecessor](Request& r, const zk::GetResult& res) {
                            // Gone before we watched: look again.
                            if (res.code == zk::Code::kNoNode) return checkQueue(r);
                            if (zk::isAmbiguous(res.code)) {
                              retryLater(r, [this](Request& again) { checkQueue(again); });
+                           }
+                           // Planted: wait behind it all the same (its watch is armed).
+                           if (res.code == zk::Code::kOk && res.stat.ephemeralOwner == 0) {
+                             foreign_.planted(r.spec.name, predecessor);
+                           }
+                           if (res.code == zk::Code::kNoAuth) {
+                             foreign_.unreadable(r.spec.name, predecessor);
+                             timer_.schedule(
+                                 timer_.now() + kUnreadablePoll,
+                                 resume(r, State::kWaiting, [this](Request& r) { checkQueue(r); }));
                            }
                          }),
                   resume(r, State::kWaiting, [this](Request& r) { checkQueue(r); }));
@@ -391,8 +455,8 @@ void LockEngine::grant(Request& r) {
                r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
   watchOwnNode(r);
   auto done = std::move(r.done);
-  done(AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid),
-                      validity(r).valid});
+  done(AcquireOutcome{
+      LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid), validity(r).valid, {}});
 }
 
 // One timer per lease: renewals only move the deadline (renewing often must not pile up timers),
@@ -453,7 +517,7 @@ void LockEngine::lose(Request& r, LossReason reason) {
   if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.stat.czxid), reason, [] {});
 }
 
-void LockEngine::fail(Request& r, LeaseError error) {
+void LockEngine::fail(Request& r, LeaseError error, std::string detail) {
   if (!r.node.empty()) {
     deleteNode(r.node);
   } else if (r.state == State::kCreating) {
@@ -462,7 +526,7 @@ void LockEngine::fail(Request& r, LeaseError error) {
   }
   auto done = std::move(r.done);
   erase(r.id);
-  if (done) done(AcquireOutcome{error, 0, 0, Millis(0)});
+  if (done) done(AcquireOutcome{error, 0, 0, Millis(0), std::move(detail)});
 }
 
 void LockEngine::erase(LeaseId id) {
@@ -663,39 +727,89 @@ void LockEngine::onGrantable() {
 
 // ---- queries ---------------------------------------------------------------------------------
 
-void LockEngine::holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done) {
-  if (!isValidLockName(name)) return done(LeaseError::kInvalidName, {});
+void LockEngine::holder(const std::string& name, HolderCallback done) {
+  if (!isValidLockName(name)) return done(LeaseError::kInvalidName, {}, {});
   std::string path = lockPath(name);
+  auto [query, idle] = holderQueries_.try_emplace(path);
+  if (!idle) return query->second.next.push_back(std::move(done));
+  query->second.current.push_back(std::move(done));
+  queryHolder(path);
+}
+
+// One ZooKeeper round for every caller of holderQueries_[path].current: the queue, then the
+// lowest entry.
+void LockEngine::queryHolder(const std::string& path) {
+  auto unavailable = [](zk::Code code) { return std::string("ZooKeeper: ") + zk::codeName(code); };
   zk_.getChildren(
-      path, whileAlive([this, path, done = std::move(done)](const zk::ChildrenResult& res) mutable {
-        if (res.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
-        if (res.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
+      path, whileAlive([this, path, unavailable](const zk::ChildrenResult& res) {
+        if (res.code == zk::Code::kNoNode) return answerHolder(path, LeaseError::kOk, {}, {});
+        if (res.code == zk::Code::kNoAuth) {
+          return answerHolder(path, LeaseError::kPermissionDenied, {}, refusedBy("list", path));
+        }
+        if (res.code != zk::Code::kOk) {
+          return answerHolder(path, LeaseError::kZkUnavailable, {}, unavailable(res.code));
+        }
+        foreign_.prune(path, res.children);
         std::vector<QueueNode> queue;
         for (auto& child : res.children) {
           if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
         }
-        if (queue.empty()) return done(LeaseError::kOk, {});
+        if (queue.empty()) return answerHolder(path, LeaseError::kOk, {}, {});
         auto lowest = std::min_element(queue.begin(), queue.end(),
                                        [](auto& a, auto& b) { return a.sequence < b.sequence; });
         std::string node = path + "/" + lowest->name;
-        uint32_t waiters = static_cast<uint32_t>(queue.size() - 1);
-        zk_.get(node, whileAlive([this, node, waiters,
-                                  done = std::move(done)](const zk::GetResult& got) mutable {
+        HolderInfo info;
+        info.waiters = static_cast<uint32_t>(queue.size() - 1);
+        info.foreignNode = foreign_.firstPlanted(path, queue);
+        zk_.get(node,
+                whileAlive([this, path, node, info, unavailable](const zk::GetResult& got) mutable {
                   // Not there: just handed over.
-                  if (got.code == zk::Code::kNoNode) return done(LeaseError::kOk, {});
-                  if (got.code != zk::Code::kOk) return done(LeaseError::kZkUnavailable, {});
-                  HolderInfo info{true,     static_cast<uint64_t>(got.stat.czxid),
-                                  got.data, got.stat.ctimeMs,
-                                  waiters,  false};
+                  if (got.code == zk::Code::kNoNode) {
+                    return answerHolder(path, LeaseError::kOk, {}, {});
+                  }
+                  if (got.code == zk::Code::kNoAuth) {
+                    return answerHolder(path, LeaseError::kPermissionDenied, {},
+                                        refusedBy("read", node));
+                  }
+                  if (got.code != zk::Code::kOk) {
+                    return answerHolder(path, LeaseError::kZkUnavailable, {},
+                                        unavailable(got.code));
+                  }
+                  info.held = true;
+                  info.token = static_cast<uint64_t>(got.stat.czxid);
+                  info.ownerLabel = got.data;
+                  info.sinceUnixMs = got.stat.ctimeMs;
+                  if (got.stat.ephemeralOwner == 0) {
+                    // Planted: it blocks the lock, but nobody holds a lease.
+                    foreign_.planted(path.substr(lockPath("").size()), node);
+                    info.foreign = true;
+                    info.foreignNode = node;
+                  }
                   for (auto& [id, r] : requests_) {
                     if (r->node == node && r->state == State::kHeld) {
                       info.thisSidecar = true;
                       info.sinceUnixMs = r->grantedUnixMs;
                     }
                   }
-                  done(LeaseError::kOk, info);
+                  answerHolder(path, LeaseError::kOk, info, {});
                 }));
       }));
+}
+
+// Answers the round's callers; those who asked meanwhile get the next round.
+void LockEngine::answerHolder(const std::string& path, LeaseError error, const HolderInfo& info,
+                              const std::string& detail) {
+  auto it = holderQueries_.find(path);
+  auto callers = std::move(it->second.current);
+  if (it->second.next.empty()) {
+    holderQueries_.erase(it);
+  } else {
+    it->second.current = std::move(it->second.next);
+    it->second.next.clear();
+    queryHolder(path);
+  }
+  // (A caller may ask again from its callback: it joins the next round.)
+  for (auto& done : callers) done(error, info, detail);
 }
 
 EngineStatus LockEngine::status() const {
@@ -703,6 +817,7 @@ EngineStatus LockEngine::status() const {
   s.grantsTotal = grantsTotal_;
   s.pendingDeletes = static_cast<uint32_t>(deletes_.pending());
   s.droppedDeletes = deletes_.dropped();
+  s.foreignNodes = foreign_.planted();
   for (auto& [id, r] : requests_) {
     if (r->state == State::kHeld) {
       ++s.held;

@@ -16,6 +16,7 @@
 
 #include "sidecar/common/clock.h"
 #include "sidecar/engine/delete_queue.h"
+#include "sidecar/engine/foreign_nodes.h"
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/engine/session_guard.h"
 #include "sidecar/zk/zk_client.h"
@@ -73,7 +74,11 @@ class LockEngine {
   // says which; an unconfirmed delete stays queued (DeleteQueue). At once when not held.
   void release(LeaseId id, std::function<void(ReleaseOutcome)> done);
 
-  void holder(const std::string& name, std::function<void(LeaseError, HolderInfo)> done);
+  // Who holds the lock `name`, from ZooKeeper. Concurrent queries of one lock share one
+  // ZooKeeper round: a query asked while a round is out waits for the next one (at most one
+  // round per lock at a time), so that its answer is never older than the question.
+  using HolderCallback = std::function<void(LeaseError, HolderInfo, std::string detail)>;
+  void holder(const std::string& name, HolderCallback done);
   EngineStatus status() const;
   // How long this sidecar can still vouch for its ZooKeeper session.
   Millis safeFor() const { return guard_->safeFor(); }
@@ -121,14 +126,18 @@ class LockEngine {
   void findCreatedNode(Request& r);
   void adoptCreatedNode(Request& r, const std::string& path);
   void ensureParents(Request& r, size_t level, int restarts);
+  void ensureParentExists(Request& r, size_t level, int restarts, const std::string& node);
   void checkQueue(Request& r);
   void onChildren(Request& r, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);
+  void queryHolder(const std::string& path);
+  void answerHolder(const std::string& path, LeaseError error, const HolderInfo& info,
+                    const std::string& detail);
   void grant(Request& r);
   void armTtlTimer(Request& r);
   void watchOwnNode(Request& r);
   void lose(Request& r, LossReason reason);
-  void fail(Request& r, LeaseError error);
+  void fail(Request& r, LeaseError error, std::string detail = {});
   void erase(LeaseId id);
 
   void deleteNode(const std::string& path, DeleteQueue::Done done = nullptr);
@@ -156,6 +165,13 @@ class LockEngine {
   DeleteQueue deletes_;
   // Lowest in their queue, not granted while the session is vouched for less than the floor.
   std::vector<LeaseId> awaitingSafety_;
+  // Per lock path: the callers of the holder() round out now, and those of the next one.
+  struct HolderQuery {
+    std::vector<HolderCallback> current;
+    std::vector<HolderCallback> next;
+  };
+  std::map<std::string, HolderQuery> holderQueries_;
+  ForeignNodes foreign_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

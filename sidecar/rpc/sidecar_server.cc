@@ -131,6 +131,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
           pendingRef.answered = true;
           auto results = context.getResults();
           results.setError(toIpc(o.error));
+          results.setDetail(o.detail);
           if (o.error != engine::LeaseError::kOk) return;
           results.setToken(o.token);
           results.setValidMs(clampMs(o.valid));
@@ -141,26 +142,32 @@ class SidecarImpl final : public ipc::Sidecar::Server {
 
   kj::Promise<void> holder(HolderContext context) override {
     context.allowCancellation();
-    using Answer = std::pair<engine::LeaseError, engine::HolderInfo>;
+    struct Answer {
+      engine::LeaseError error;
+      engine::HolderInfo info;
+      std::string detail;
+    };
     auto answered = bridge<Answer>();
-    ctx_.engine.holder(
-        context.getParams().getName(),
-        [callback = kj::mv(answered.callback)](engine::LeaseError e, engine::HolderInfo info) {
-          callback(std::make_pair(e, std::move(info)));
-        });
-    return answered.promise.then(
-        [context](std::pair<engine::LeaseError, engine::HolderInfo> answer) mutable {
-          auto results = context.getResults();
-          results.setError(toIpc(answer.first));
-          auto info = results.initInfo();
-          const auto& h = answer.second;
-          info.setHeld(h.held);
-          info.setToken(h.token);
-          info.setOwnerLabel(h.ownerLabel);
-          info.setSinceUnixMs(h.sinceUnixMs);
-          info.setWaiters(h.waiters);
-          info.setThisSidecar(h.thisSidecar);
-        });
+    ctx_.engine.holder(context.getParams().getName(),
+                       [callback = kj::mv(answered.callback)](
+                           engine::LeaseError e, engine::HolderInfo info, std::string detail) {
+                         callback(Answer{e, std::move(info), std::move(detail)});
+                       });
+    return answered.promise.then([context](Answer answer) mutable {
+      auto results = context.getResults();
+      results.setError(toIpc(answer.error));
+      results.setDetail(answer.detail);
+      auto info = results.initInfo();
+      const auto& h = answer.info;
+      info.setHeld(h.held);
+      info.setToken(h.token);
+      info.setOwnerLabel(h.ownerLabel);
+      info.setSinceUnixMs(h.sinceUnixMs);
+      info.setWaiters(h.waiters);
+      info.setThisSidecar(h.thisSidecar);
+      info.setForeign(h.foreign);
+      info.setForeignNode(h.foreignNode);
+    });
   }
 
   kj::Promise<void> status(StatusContext context) override {
@@ -194,6 +201,8 @@ class SidecarImpl final : public ipc::Sidecar::Server {
       leases[i].setClientPid(s.leases[i].clientPid);
       leases[i].setValidMs(clampMs(s.leases[i].valid));
     }
+    auto foreign = out.initForeignNodes(static_cast<unsigned>(s.foreignNodes.size()));
+    for (unsigned i = 0; i < s.foreignNodes.size(); ++i) foreign.set(i, s.foreignNodes[i]);
     return kj::READY_NOW;
   }
 

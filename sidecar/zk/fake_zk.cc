@@ -1,11 +1,17 @@
 #include "sidecar/zk/fake_zk.h"
 
 #include <cstdio>
+#include <functional>
 
 namespace fencekeeper::zk {
 
-FakeZkClient::FakeZkClient(FakeZkServer& server, Executor& executor)
+FakeZkClient::FakeZkClient(FakeZkServer& server, Executor& executor,
+                           std::optional<DigestCredentials> credentials)
     : server_(server), executor_(executor) {
+  if (credentials) {
+    identity_ = credentials->user + ":fake" +
+                std::to_string(std::hash<std::string>{}(credentials->secret()));
+  }
   session_ = server_.openSession(this);
 }
 
@@ -30,15 +36,17 @@ void FakeZkClient::setState(SessionState state) {
 void FakeZkClient::create(const std::string& path, const std::string& data, CreateMode mode,
                           CreateCallback done) {
   CreateResult result{failure(), {}, {}};
-  if (connected()) result = server_.doCreate(session_, path, data, mode);
+  if (connected()) result = server_.doCreate(session_, path, data, mode, identity_);
   post([done = std::move(done), result = std::move(result)] { done(result); });
 }
 
 void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
   ChildrenResult result{failure(), {}};
   if (connected()) {
-    result.code = server_.exists(path) ? Code::kOk : Code::kNoNode;
-    result.children = server_.childrenOf(path);
+    result.code = !server_.exists(path)                         ? Code::kNoNode
+                  : !server_.allows(path, kPermRead, identity_) ? Code::kNoAuth
+                                                                : Code::kOk;
+    if (result.code == Code::kOk) result.children = server_.childrenOf(path);
   }
   post([done = std::move(done), result = std::move(result)] { done(result); });
 }
@@ -49,6 +57,8 @@ void FakeZkClient::get(const std::string& path, GetCallback done) {
     auto it = server_.nodes_.find(path);
     if (it == server_.nodes_.end()) {
       result.code = Code::kNoNode;
+    } else if (!server_.allows(path, kPermRead, identity_)) {
+      result.code = Code::kNoAuth;  // (and no watch is left, as by the server)
     } else {
       result = GetResult{Code::kOk, it->second.data, it->second.stat};
     }
@@ -57,20 +67,46 @@ void FakeZkClient::get(const std::string& path, GetCallback done) {
 }
 
 void FakeZkClient::getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) {
-  if (connected() && server_.exists(path)) {
+  if (connected() && server_.exists(path) && server_.allows(path, kPermRead, identity_)) {
     server_.watches_.emplace(path, FakeZkServer::Watch{this, std::move(onChange)});
   }
   get(path, std::move(done));
 }
 
 void FakeZkClient::remove(const std::string& path, CodeCallback done) {
-  Code code = connected() ? server_.doRemove(path) : failure();
+  Code code = failure();
+  if (connected()) {
+    bool allowed = !server_.exists(path) ||
+                   server_.allows(FakeZkServer::parentOf(path), kPermDelete, identity_);
+    code = allowed ? server_.doRemove(path) : Code::kNoAuth;
+  }
   post([done = std::move(done), code] { done(code); });
 }
 
 void FakeZkClient::sync(const std::string&, CodeCallback done) {
   Code code = connected() ? Code::kOk : failure();
   post([done = std::move(done), code] { done(code); });
+}
+
+void FakeZkClient::getAcl(const std::string& path, AclCallback done) {
+  AclResult result{failure(), {}};
+  if (connected()) {
+    auto it = server_.nodes_.find(path);
+    if (it == server_.nodes_.end()) {
+      result.code = Code::kNoNode;
+    } else if (!server_.allows(path, kPermRead | kPermAdmin, identity_)) {
+      result.code = Code::kNoAuth;
+    } else {
+      result = AclResult{Code::kOk, it->second.acl};
+      // As the server: without admin rights on the node, a digest's hash reads as "x".
+      if (!server_.allows(path, kPermAdmin, identity_)) {
+        for (auto& entry : result.acl) {
+          if (entry.scheme == "digest") entry.id = entry.id.substr(0, entry.id.find(':')) + ":x";
+        }
+      }
+    }
+  }
+  post([done = std::move(done), result = std::move(result)] { done(result); });
 }
 
 int64_t FakeZkServer::openSession(FakeZkClient* client) {
@@ -154,14 +190,28 @@ std::string FakeZkServer::parentOf(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+bool FakeZkServer::allows(const std::string& path, int32_t perms,
+                          const std::string& identity) const {
+  auto it = nodes_.find(path);
+  if (it == nodes_.end()) return false;
+  for (auto& entry : it->second.acl) {
+    if ((entry.perms & perms) == 0) continue;
+    if (entry.scheme == "world" && entry.id == "anyone") return true;
+    if (entry.scheme == "digest" && !identity.empty() && entry.id == identity) return true;
+  }
+  return false;
+}
+
 CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
-                                    const std::string& data, CreateMode mode) {
+                                    const std::string& data, CreateMode mode,
+                                    const std::string& identity) {
   auto parent = nodes_.find(parentOf(path));
   if (parent == nodes_.end()) return {Code::kNoNode, {}, {}};
+  if (!allows(parent->first, kPermCreate, identity)) return {Code::kNoAuth, {}, {}};
   std::string created = path;
   if (mode == CreateMode::kEphemeralSequential) {
     char suffix[16];
-    std::snprintf(suffix, sizeof suffix, "%010d", parent->second.nextSequence++);
+    std::snprintf(suffix, sizeof suffix, "%010d", parent->second.childrenCreated);
     created += suffix;
   }
   if (nodes_.count(created)) return {Code::kNodeExists, {}, {}};
@@ -171,7 +221,13 @@ CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
   node.stat.czxid = node.stat.mzxid = ++zxid_;
   node.stat.ctimeMs = zxid_;
   node.stat.ephemeralOwner = mode == CreateMode::kEphemeralSequential ? session : 0;
+  if (identity.empty()) {
+    node.acl = {Acl{"world", "anyone", kPermAll}};
+  } else {
+    node.acl = {Acl{"digest", identity, kPermAll}, Acl{"world", "anyone", kPermRead}};
+  }
   parent->second.stat.numChildren++;
+  parent->second.childrenCreated++;
   parent->second.hadChildren = true;
   Stat stat = node.stat;
   nodes_.emplace(created, std::move(node));

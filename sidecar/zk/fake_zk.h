@@ -2,14 +2,18 @@
 // zxids, sessions, ephemeral and sequential nodes, watches) and one FakeZkClient per session.
 // Single-threaded: answers are posted to an Executor, as the real client posts them. It fails
 // only the way a healthy server does (expiry, nodes changed by others); network and server faults
-// come from FaultyZkClient around it. tests/unit/zk_conformance_test.cc holds it to a real server.
+// come from FaultyZkClient around it. tests/integration/zk_conformance_test.cc holds it to a real
+// server. ACLs are checked as the server checks them (create and delete on the parent, reads on
+// the node); a digest identity is `user:` and a stand-in for base64(sha1(user:password)).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "sidecar/common/executor.h"
+#include "sidecar/zk/credentials.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::zk {
@@ -18,7 +22,10 @@ class FakeZkServer;
 
 class FakeZkClient final : public Client {
  public:
-  FakeZkClient(FakeZkServer& server, Executor& executor);
+  // With `credentials`, the session is authenticated as their digest identity and creates nodes
+  // with the ACL zk_client.h describes.
+  FakeZkClient(FakeZkServer& server, Executor& executor,
+               std::optional<DigestCredentials> credentials = std::nullopt);
   ~FakeZkClient() override;
 
   void create(const std::string& path, const std::string& data, CreateMode mode,
@@ -28,6 +35,7 @@ class FakeZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
+  void getAcl(const std::string& path, AclCallback done) override;
   void leaveServer() override {}  // one server: nowhere to go
   SessionState sessionState() const override { return state_; }
   int64_t sessionId() const override { return session_; }
@@ -48,6 +56,7 @@ class FakeZkClient final : public Client {
 
   FakeZkServer& server_;
   Executor& executor_;
+  std::string identity_;  // digest id; empty without credentials
   int64_t session_ = 0;
   SessionState state_ = SessionState::kConnected;
   std::function<void(SessionState)> listener_;
@@ -80,8 +89,9 @@ class FakeZkServer {
     std::string data;
     Stat stat;
     CreateMode mode;
-    int32_t nextSequence = 0;
+    int32_t childrenCreated = 0;  // the next sequence suffix, as on the server
     bool hadChildren = false;
+    std::vector<Acl> acl;
   };
   struct Watch {
     FakeZkClient* client;
@@ -91,14 +101,17 @@ class FakeZkServer {
   int64_t openSession(FakeZkClient* client);
   void closeSession(int64_t session);
   CreateResult doCreate(int64_t session, const std::string& path, const std::string& data,
-                        CreateMode mode);
+                        CreateMode mode, const std::string& identity = {});
+  // Whether the node's ACL grants any of `perms` to the digest `identity` (empty: none).
+  bool allows(const std::string& path, int32_t perms, const std::string& identity) const;
   Code doRemove(const std::string& path);
   void fireWatches(const std::string& path);
   static std::string parentOf(const std::string& path);
 
   int64_t zxid_ = 0x100000000;
   int64_t nextSession_ = 0x1000;
-  std::map<std::string, Node> nodes_{{"/", Node{}}};
+  std::map<std::string, Node> nodes_{
+      {"/", Node{{}, {}, CreateMode::kPersistent, 0, false, {Acl{"world", "anyone", kPermAll}}}}};
   std::map<int64_t, FakeZkClient*> sessions_;
   std::multimap<std::string, Watch> watches_;
 };

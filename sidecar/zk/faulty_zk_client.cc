@@ -60,9 +60,20 @@ void FaultyZkClient::run(Op op, Result lost, std::function<void(std::function<vo
       if (alive.lock()) deliver();
     });
   };
-  auto go = [send = std::move(send), answer = std::move(answer)] { send(answer); };
+  auto go = [this, op, send = std::move(send), answer = std::move(answer)] {
+    ++sent_[op];
+    send(answer);
+  };
   if (stalledOps_ & op) return stalled_.push_back(std::move(go));
   go();
+}
+
+uint64_t FaultyZkClient::sent(unsigned ops) const {
+  uint64_t n = 0;
+  for (auto& [op, count] : sent_) {
+    if (op & ops) n += count;
+  }
+  return n;
 }
 
 void FaultyZkClient::unstall() {
@@ -157,6 +168,12 @@ void FaultyZkClient::sync(const std::string& path, CodeCallback done) {
   run<Code>(
       kSync, Code::kConnectionLoss, [this, path](auto answer) { inner_.sync(path, answer); },
       std::move(done));
+}
+
+void FaultyZkClient::getAcl(const std::string& path, AclCallback done) {
+  run<AclResult>(
+      kGetAcl, {Code::kConnectionLoss, {}},
+      [this, path](auto answer) { inner_.getAcl(path, answer); }, std::move(done));
 }
 
 }  // namespace fencekeeper::zk

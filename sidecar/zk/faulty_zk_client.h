@@ -34,7 +34,8 @@ class FaultyZkClient final : public Client {
     kGet = 4,  // get and getAndWatch
     kRemove = 8,
     kSync = 16,
-    kAllOps = 31,
+    kGetAcl = 32,
+    kAllOps = 63,
   };
 
   FaultyZkClient(Client& inner, Executor& executor, Timer& timer,
@@ -59,6 +60,8 @@ class FaultyZkClient final : public Client {
   // ... or it is not sent and fails with `code`.
   void failNextCreateBeforeApply(Code code) { createFaults_.push_back({false, code}); }
   size_t inFlight() const { return inFlight_.size(); }
+  // Requests of `ops` passed on to the wrapped client so far (what the server was sent).
+  uint64_t sent(unsigned ops = kAllOps) const;
 
   void create(const std::string& path, const std::string& data, CreateMode mode,
               CreateCallback done) override;
@@ -67,6 +70,7 @@ class FaultyZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
+  void getAcl(const std::string& path, AclCallback done) override;
   // Not passed on: the wrapped client stays where it is, so that a stalled test stays stalled.
   void leaveServer() override {}
   SessionState sessionState() const override;
@@ -99,6 +103,7 @@ class FaultyZkClient final : public Client {
   unsigned stalledOps_ = 0;
   bool disconnected_ = false;
   uint64_t nextCall_ = 1;
+  std::map<Op, uint64_t> sent_;
   std::map<uint64_t, std::function<void()>> inFlight_;  // call -> fail it with connection loss
   std::deque<std::function<void()>> stalled_;           // sends held back
   std::vector<CreateFault> createFaults_;

@@ -44,6 +44,9 @@ Code mapCode(int rc) {
       return Code::kClosing;
     case ZBADARGUMENTS:
       return Code::kInvalidArgument;
+    case ZNOAUTH:
+    case ZAUTHFAILED:  // the server refused the session's credentials: nothing is allowed
+      return Code::kNoAuth;
     default:
       return Code::kOther;
   }
@@ -74,6 +77,7 @@ struct RealZkClient::Shared {
   Executor& loop;
   Timer& timer;
   std::string hosts;
+  std::optional<DigestCredentials> credentials;
   std::vector<int> ports;  // of `hosts`: how this process's connection to them is found
   bool watchHandshakes;
   Millis sessionTimeout;
@@ -97,10 +101,12 @@ struct RealZkClient::Shared {
   std::mutex watchMutex;
   std::set<struct WatchCtx*> watches;
 
-  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t, bool watch)
+  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t, bool watch,
+                  std::optional<DigestCredentials> c)
       : loop(l),
         timer(tm),
         hosts(std::move(h)),
+        credentials(std::move(c)),
         ports(portsOf(hosts)),
         watchHandshakes(watch),
         sessionTimeout(t) {}
@@ -203,6 +209,28 @@ void onVoid(int rc, const void* data) {
 
 void onSync(int rc, const char*, const void* data) { onVoid(rc, data); }
 
+void onAcl(int rc, struct ACL_vector* acl, struct ::Stat*, const void* data) {
+  auto* p = static_cast<Pending<Client::AclCallback>*>(const_cast<void*>(data));
+  AclResult result{mapCode(rc), {}};
+  if (rc == ZOK && acl) {
+    for (int i = 0; i < acl->count; ++i) {
+      const ::ACL& entry = acl->data[i];
+      result.acl.push_back(Acl{entry.id.scheme, entry.id.id, entry.perms});
+    }
+  }
+  p->shared->post(p->shared,
+                  [done = std::move(p->done), result = std::move(result)] { done(result); });
+  delete p;
+}
+
+// With credentials: all rights for the session's authenticated identity (the "auth" scheme stands
+// for it: the server stores digest:user:base64(sha1(user:password))), read for everyone.
+::ACL_vector* ownedAcl() {
+  static ::ACL entries[] = {{ZOO_PERM_ALL, ZOO_AUTH_IDS}, {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE}};
+  static ::ACL_vector acl = {2, entries};
+  return &acl;
+}
+
 // The C client calls no completion when a request is refused at once: answer it ourselves.
 template <typename Callback, typename Result>
 void refuseIfNotSent(int rc, Pending<Callback>* p, Result result) {
@@ -227,6 +255,30 @@ void closeHandle(Shared& shared) {
 
 void watchHandshake(const std::shared_ptr<Shared>& shared);
 
+// Adds the credentials to a new handle. Called before any request on it: the C client sends
+// them first on every connection of the handle (ahead of queued requests).
+void addAuth(const std::shared_ptr<Shared>& shared) {
+  if (!shared->credentials) return;
+  std::string secret = shared->credentials->secret();
+  // Answered once per handle, by the first connection that carries the credentials (the client
+  // sends them again on every reconnect, unanswered); a lost connection answers it with the loss.
+  auto* p =
+      new Pending<Client::CodeCallback>{shared, [user = shared->credentials->user](Code code) {
+                                          if (code == Code::kOk) {
+                                            spdlog::info("zookeeper: authenticated as {}", user);
+                                          } else if (code == Code::kNoAuth) {
+                                            spdlog::error(
+                                                "zookeeper refused the credentials of {} "
+                                                "(--zk-auth-file): the session can do "
+                                                "nothing",
+                                                user);
+                                          }
+                                        }};
+  int rc =
+      zoo_add_auth(shared->zh, "digest", secret.data(), static_cast<int>(secret.size()), onVoid, p);
+  refuseIfNotSent(rc, p, mapCode(rc));
+}
+
 // Opens a new session (after closing the old handle, if any).
 void reopen(const std::shared_ptr<Shared>& shared) {
   closeHandle(*shared);
@@ -250,6 +302,7 @@ void reopen(const std::shared_ptr<Shared>& shared) {
     return;
   }
   shared->handleCtx = ctx;
+  addAuth(shared);
   shared->handshakeCut = false;
   shared->handshakeServer.clear();
   watchHandshake(shared);  // a new session's first server may be silent too
@@ -338,9 +391,9 @@ void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generat
 }  // namespace
 
 RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout,
-                           bool watchHandshakes)
+                           bool watchHandshakes, std::optional<DigestCredentials> credentials)
     : shared_(std::make_shared<Shared>(loop, timer, std::move(hosts), sessionTimeout,
-                                       watchHandshakes)) {
+                                       watchHandshakes, std::move(credentials))) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
   reopen(shared_);
   if (!shared_->zh) {
@@ -376,7 +429,8 @@ void RealZkClient::create(const std::string& path, const std::string& data, Crea
   auto* p = new Pending<CreateCallback>{shared_, std::move(done)};
   int rc = shared_->zh
                ? zoo_acreate2(shared_->zh, path.c_str(), data.data(), static_cast<int>(data.size()),
-                              &ZOO_OPEN_ACL_UNSAFE, flags, onStringStat, p)
+                              shared_->credentials ? ownedAcl() : &ZOO_OPEN_ACL_UNSAFE, flags,
+                              onStringStat, p)
                : ZINVALIDSTATE;
   refuseIfNotSent(rc, p, CreateResult{mapCode(rc), {}, {}});
 }
@@ -424,6 +478,12 @@ void RealZkClient::sync(const std::string& path, CodeCallback done) {
   auto* p = new Pending<CodeCallback>{shared_, std::move(done)};
   int rc = shared_->zh ? zoo_async(shared_->zh, path.c_str(), onSync, p) : ZINVALIDSTATE;
   refuseIfNotSent(rc, p, mapCode(rc));
+}
+
+void RealZkClient::getAcl(const std::string& path, AclCallback done) {
+  auto* p = new Pending<AclCallback>{shared_, std::move(done)};
+  int rc = shared_->zh ? zoo_aget_acl(shared_->zh, path.c_str(), onAcl, p) : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, AclResult{mapCode(rc), {}});
 }
 
 }  // namespace fencekeeper::zk

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sidecar/common/clock.h"
 #include "sidecar/common/executor.h"
+#include "sidecar/zk/credentials.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::zk {
@@ -23,8 +25,11 @@ class RealZkClient final : public Client {
   // `timer` paces new attempts when a session cannot even be set up (no host resolves).
   // `watchHandshakes`: leave a server that leaves a reconnect's handshake unanswered for an
   // eighth of the session timeout (leaveServer's way); only for a process with one handle.
+  // `credentials`: digest auth added to every handle before any request on it (also the new
+  // handle after an expiry), and every node created with the ACL zk_client.h describes.
   RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout,
-               bool watchHandshakes = false);
+               bool watchHandshakes = false,
+               std::optional<DigestCredentials> credentials = std::nullopt);
   ~RealZkClient() override;
 
   void create(const std::string& path, const std::string& data, CreateMode mode,
@@ -34,6 +39,7 @@ class RealZkClient final : public Client {
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;
+  void getAcl(const std::string& path, AclCallback done) override;
   // Shuts down the connection's socket (socket_drop.h): the C client reconnects the session to
   // the next server of its list. Assumes this is the process's only handle to those servers.
   void leaveServer() override;

@@ -25,6 +25,7 @@ enum class Code {
   kSessionExpired,
   kClosing,  // the client is being closed
   kInvalidArgument,
+  kNoAuth,  // the node's ACL does not grant this session the operation (or its auth was refused)
   kOther,
 };
 
@@ -41,6 +42,22 @@ struct Stat {
   int64_t ephemeralOwner = 0;
   int32_t version = 0;
   int32_t numChildren = 0;
+};
+
+// Permission bits of an ACL entry, as ZooKeeper numbers them.
+enum Perm : int32_t {
+  kPermRead = 1,
+  kPermWrite = 2,
+  kPermCreate = 4,
+  kPermDelete = 8,
+  kPermAdmin = 16,
+  kPermAll = 31,
+};
+// One ACL entry: `scheme:id` is granted `perms` ("world:anyone", "digest:user:base64(sha1)").
+struct Acl {
+  std::string scheme;
+  std::string id;
+  int32_t perms = 0;
 };
 
 enum class CreateMode { kPersistent, kContainer, kEphemeralSequential };
@@ -67,6 +84,10 @@ struct GetResult {
   std::string data;
   Stat stat;
 };
+struct AclResult {
+  Code code;
+  std::vector<Acl> acl;
+};
 
 class Client {
  public:
@@ -76,10 +97,13 @@ class Client {
   using ChildrenCallback = std::function<void(ChildrenResult)>;
   using GetCallback = std::function<void(GetResult)>;
   using CodeCallback = std::function<void(Code)>;
+  using AclCallback = std::function<void(AclResult)>;
   // Called at most once, when the watched node is deleted or changed. A watch may end without a
   // call when the session expires or the client closes: the session listener says so.
   using WatchCallback = std::function<void()>;
 
+  // The node gets the client's ACL: with credentials, all rights for their identity (parents
+  // too: ZooKeeper checks create and delete on the parent) and read for the world; else open.
   virtual void create(const std::string& path, const std::string& data, CreateMode mode,
                       CreateCallback done) = 0;
   virtual void getChildren(const std::string& path, ChildrenCallback done) = 0;
@@ -88,6 +112,7 @@ class Client {
   virtual void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) = 0;
   virtual void get(const std::string& path, GetCallback done) = 0;
   virtual void remove(const std::string& path, CodeCallback done) = 0;
+  virtual void getAcl(const std::string& path, AclCallback done) = 0;
   // A sync goes through the leader: once it answers, this client sees every write the leader had
   // committed when the sync was sent.
   virtual void sync(const std::string& path, CodeCallback done) = 0;

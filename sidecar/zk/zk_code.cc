@@ -24,6 +24,8 @@ const char* codeName(Code code) {
       return "closing";
     case Code::kInvalidArgument:
       return "invalid argument";
+    case Code::kNoAuth:
+      return "not authorized by the node's ACL";
     case Code::kOther:
       return "other error";
   }

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <type_traits>
 
+#include "sidecar/zk/acl_audit.h"
 #include "sidecar/zk/faulty_zk_client.h"
 #include "tests/support/zk_backends.h"
 
@@ -47,6 +49,12 @@ class ZkConformanceTest : public ::testing::Test {
     EXPECT_TRUE(env.until([&] { return out.has_value(); }));
     return out.value_or(Code::kOther);
   }
+  zk::AclResult acl(zk::Client& c, const std::string& path) {
+    std::optional<zk::AclResult> out;
+    c.getAcl(path, [&](zk::AclResult r) { out = r; });
+    EXPECT_TRUE(env.until([&] { return out.has_value(); }));
+    return out.value_or(zk::AclResult{Code::kOther, {}});
+  }
   Code sync(zk::Client& c, const std::string& path) {
     std::optional<Code> out;
     c.sync(path, [&](Code r) { out = r; });
@@ -67,6 +75,10 @@ bool expiredThenConnected(const std::vector<SessionState>& seen) {
 }
 
 TYPED_TEST_SUITE(ZkConformanceTest, testing::ZkBackends, testing::ZkBackendNames);
+
+const zk::DigestCredentials kApp{"app", "s3cret"};
+// The identity the server derives: user:base64(sha1(user:password)) (openssl dgst -sha1 | base64).
+constexpr const char* kAppDigest = "app:e2nIdT66oYnDgbYIwoOP6SxOio4=";
 
 TYPED_TEST(ZkConformanceTest, NewClientIsConnectedWithASessionAndATimeout) {
   EXPECT_EQ(this->client->sessionState(), SessionState::kConnected);
@@ -96,6 +108,18 @@ TYPED_TEST(ZkConformanceTest, CreateModesAndTheirStat) {
   EXPECT_EQ(first.stat.ephemeralOwner, c.sessionId());
   // The Stat in the answer is the node's (the czxid is the fencing token).
   EXPECT_EQ(this->env.stat(first.path).czxid, first.stat.czxid);
+}
+
+// The suffix counts the children ever created under the parent, sequential or not (deletes do not
+// count): a planted persistent node moves later requests' numbers on.
+TYPED_TEST(ZkConformanceTest, SequenceSuffixesCountEveryChildCreated) {
+  auto& c = *this->client;
+  this->create(c, this->path("/s"), CreateMode::kPersistent);
+  this->create(c, this->path("/s/planted__lock__0000000000"), CreateMode::kPersistent);
+  this->create(c, this->path("/s/gone"), CreateMode::kPersistent);
+  this->remove(c, this->path("/s/gone"));
+  auto mine = this->create(c, this->path("/s/n__lock__"), CreateMode::kEphemeralSequential);
+  EXPECT_EQ(mine.path, this->path("/s/n__lock__0000000002"));
 }
 
 TYPED_TEST(ZkConformanceTest, GetChildrenListsNamesAndKnowsMissingNodes) {
@@ -269,6 +293,72 @@ TYPED_TEST(ZkConformanceTest, AmbiguousCreatesLookAlike) {
   EXPECT_EQ(this->create(faults, this->path("/amb/b"), CreateMode::kPersistent).code,
             Code::kOperationTimeout);
   EXPECT_FALSE(this->env.exists(this->path("/amb/b")));
+}
+
+// ---- authentication and ACLs -----------------------------------------------------------------
+
+TYPED_TEST(ZkConformanceTest, NodesOfACredentialedClientAreItsOwnAndReadableByAll) {
+  auto owner = this->env.newClient(kApp);
+  auto stranger = this->env.newClient();
+  auto parent = this->create(*owner, this->path("/owned"), CreateMode::kPersistent);
+  ASSERT_EQ(parent.code, Code::kOk);
+  auto node = this->create(*owner, this->path("/owned/n"), CreateMode::kEphemeralSequential, "me");
+  ASSERT_EQ(node.code, Code::kOk);
+
+  auto acl = this->acl(*stranger, node.path);
+  ASSERT_EQ(acl.code, Code::kOk);
+  ASSERT_EQ(acl.acl.size(), 2u);
+  EXPECT_EQ(acl.acl[0].scheme, "digest");
+  // Without admin rights on the node, the digest's hash reads as "x".
+  EXPECT_EQ(acl.acl[0].id, "app:x");
+  auto own = this->acl(*owner, node.path).acl;
+  ASSERT_FALSE(own.empty());
+  EXPECT_EQ(own[0].id.rfind("app:", 0), 0u) << own[0].id;
+  if constexpr (std::is_same_v<TypeParam, RealBackend>) {
+    EXPECT_EQ(own[0].id, kAppDigest);
+  }
+  EXPECT_EQ(acl.acl[0].perms, zk::kPermAll);
+  EXPECT_EQ(acl.acl[1].scheme, "world");
+  EXPECT_EQ(acl.acl[1].id, "anyone");
+  EXPECT_EQ(acl.acl[1].perms, zk::kPermRead);
+  EXPECT_FALSE(zk::isOpenAcl(acl.acl));
+
+  // ZooKeeper checks create and delete on the parent: the stranger can do neither, but read.
+  EXPECT_EQ(this->remove(*stranger, node.path), Code::kNoAuth);
+  EXPECT_EQ(this->create(*stranger, this->path("/owned/x"), CreateMode::kPersistent).code,
+            Code::kNoAuth);
+  EXPECT_EQ(this->get(*stranger, node.path).data, "me");
+  EXPECT_EQ(this->children(*stranger, this->path("/owned")).children.size(), 1u);
+  EXPECT_TRUE(this->env.exists(node.path));
+  // Every client with the same credentials is the same identity.
+  auto sibling = this->env.newClient(kApp);
+  EXPECT_EQ(this->remove(*sibling, node.path), Code::kOk);
+}
+
+TYPED_TEST(ZkConformanceTest, NodesOfAClientWithoutCredentialsAreOpen) {
+  auto& c = *this->client;
+  this->create(c, this->path("/open"), CreateMode::kPersistent);
+  auto acl = this->acl(c, this->path("/open"));
+  ASSERT_EQ(acl.code, Code::kOk);
+  ASSERT_EQ(acl.acl.size(), 1u);
+  EXPECT_EQ(acl.acl[0].scheme, "world");
+  EXPECT_EQ(acl.acl[0].perms, zk::kPermAll);
+  EXPECT_TRUE(zk::isOpenAcl(acl.acl));
+  EXPECT_EQ(this->acl(c, this->path("/nope")).code, Code::kNoNode);
+}
+
+// The new handle opened after an expiry authenticates before its first request.
+TYPED_TEST(ZkConformanceTest, CredentialsSurviveASessionExpiry) {
+  auto owner = this->env.newClient(kApp);
+  std::vector<SessionState> seen;
+  owner->setSessionListener([&](SessionState s) { seen.push_back(s); });
+  ASSERT_EQ(this->create(*owner, this->path("/kept"), CreateMode::kPersistent).code, Code::kOk);
+  this->env.expire(*owner);
+  ASSERT_TRUE(this->env.until([&] { return expiredThenConnected(seen); }));
+  auto again = this->create(*owner, this->path("/kept/n"), CreateMode::kEphemeralSequential);
+  ASSERT_EQ(again.code, Code::kOk) << zk::codeName(again.code);
+  EXPECT_EQ(this->remove(*this->client, again.path), Code::kNoAuth);
+  EXPECT_EQ(this->remove(*owner, again.path), Code::kOk);
 }
 
 }  // namespace

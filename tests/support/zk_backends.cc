@@ -43,8 +43,9 @@ FakeBackend::FakeBackend() : base_(nextBase()) {
   server_.createExternally(base_, "", zk::CreateMode::kPersistent);
 }
 
-std::unique_ptr<zk::Client> FakeBackend::newClient() {
-  return std::make_unique<zk::FakeZkClient>(server_, executor_);
+std::unique_ptr<zk::Client> FakeBackend::newClient(
+    std::optional<zk::DigestCredentials> credentials) {
+  return std::make_unique<zk::FakeZkClient>(server_, executor_, std::move(credentials));
 }
 
 bool FakeBackend::until(const std::function<bool()>& done, Millis timeout) {
@@ -132,9 +133,11 @@ RealBackend::~RealBackend() {
   if (other_) zookeeper_close(other_);
 }
 
-std::unique_ptr<zk::Client> RealBackend::newClient() {
+std::unique_ptr<zk::Client> RealBackend::newClient(
+    std::optional<zk::DigestCredentials> credentials) {
   auto client = std::make_unique<zk::RealZkClient>(executor_, timer_, server_->connectString(),
-                                                   kRealSessionTimeout);
+                                                   kRealSessionTimeout, /*watchHandshakes=*/false,
+                                                   std::move(credentials));
   if (!until([&] { return client->sessionState() == zk::SessionState::kConnected; })) {
     throw std::runtime_error("RealBackend: the client did not connect");
   }
@@ -188,9 +191,9 @@ void RealBackend::expire(zk::Client& client) {
   // handle's close arrives: try again until a handle with the session's id is told it expired.
   for (int attempt = 0; attempt < 20; ++attempt) {
     Seen seen;
-    zhandle_t* twin = zookeeper_init2(server_->connectString().c_str(), watcher,
-                                      static_cast<int>(kRealSessionTimeout.count()), &id, &seen,
-                                      0, quiet);
+    zhandle_t* twin =
+        zookeeper_init2(server_->connectString().c_str(), watcher,
+                        static_cast<int>(kRealSessionTimeout.count()), &id, &seen, 0, quiet);
     if (!twin) throw std::runtime_error("RealBackend::expire: cannot open a second handle");
     int state = 0;
     {

@@ -12,11 +12,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sidecar/common/clock.h"
 #include "sidecar/common/executor.h"
+#include "sidecar/zk/credentials.h"
 #include "sidecar/zk/fake_zk.h"
 #include "sidecar/zk/zk_client.h"
 #include "tests/support/manual_executor.h"
@@ -39,8 +41,9 @@ class FakeBackend {
   Executor& executor() { return executor_; }
   Timer& timer() { return timer_; }
   const std::string& base() const { return base_; }
-  // A new client with its own session, connected.
-  std::unique_ptr<zk::Client> newClient();
+  // A new client with its own session, connected (authenticated with `credentials`, if any).
+  std::unique_ptr<zk::Client> newClient(
+      std::optional<zk::DigestCredentials> credentials = std::nullopt);
   // Runs the loop, letting time pass in 10 ms steps, until `done` holds or `timeout` has passed.
   bool until(const std::function<bool()>& done, Millis timeout = Millis(10'000));
   // Lets `d` pass, running the loop.
@@ -78,7 +81,8 @@ class RealBackend {
   Timer& timer() { return timer_; }
   const std::string& base() const { return base_; }
   // Session timeout 2 s (the server allows 0.4-40 s).
-  std::unique_ptr<zk::Client> newClient();
+  std::unique_ptr<zk::Client> newClient(
+      std::optional<zk::DigestCredentials> credentials = std::nullopt);
   bool until(const std::function<bool()>& done, Millis timeout = Millis(10'000));
   void pass(Millis d);
   // There is no "nothing left to happen" on a real server: lets 200 ms pass.

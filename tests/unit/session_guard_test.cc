@@ -23,6 +23,7 @@ class ScriptedZk final : public zk::Client {
   void get(const std::string&, GetCallback) override { ADD_FAILURE() << "get"; }
   void remove(const std::string&, CodeCallback) override { ADD_FAILURE() << "remove"; }
   void sync(const std::string&, CodeCallback done) override { syncs.push_back(std::move(done)); }
+  void getAcl(const std::string&, AclCallback) override { ADD_FAILURE() << "getAcl"; }
   void leaveServer() override { ++left; }
   SessionState sessionState() const override { return state; }
   int64_t sessionId() const override { return 0x42; }
