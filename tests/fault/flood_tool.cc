@@ -2,11 +2,12 @@
 // for the flood tests (flood_test.cc; issue 9, docs/security.md "Floods"):
 //   fk-flood --socket S --mode MODE --seconds N [--inflight K] [--name LOCK]
 // MODE: hoard (acquires on fresh names, every granted lease kept), unread (calls whose replies
-// are never read), status (status() calls, replies read: a busy client), oversized (huge capability tables, deep nesting, big and many-segment
-// messages), captable (huge capability tables only), connections (connections held open until
-// the socket or the sidecar's fds give out), holder (holder() calls on LOCK and 100 other
-// names), garbage (random bytes, and random words behind a valid segment table).
-// A connection the sidecar closes is opened again. Prints one summary line at the end.
+// are never read), status (status() calls, replies read: a busy client), oversized (huge capability
+// tables, deep nesting, big and many-segment messages), captable (huge capability tables only),
+// connections (connections held open until the socket or the sidecar's fds give out), holder
+// (holder() calls on LOCK and 100 other names), garbage (random bytes, and random words behind a
+// valid segment table). A connection the sidecar closes is opened again. Prints one summary line at
+// the end.
 #include <capnp/serialize.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/fault/flood_frames.h"
+#include "tests/support/rpc_frames.h"
 
-using namespace fencekeeper::flood;
+using namespace fencekeeper::rpcframes;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/fault/flood_frames.h"
+#include "tests/support/rpc_frames.h"
 
 #include <capnp/rpc.capnp.h>
 #include <capnp/serialize.h>
@@ -8,7 +8,7 @@
 
 #include "ipc/fencekeeper.capnp.h"
 
-namespace fencekeeper::flood {
+namespace fencekeeper::rpcframes {
 
 namespace {
 
@@ -141,4 +141,4 @@ Incoming classify(capnp::MessageReader& message) {
   return {true, root.getReturn().getAnswerId()};
 }
 
-}  // namespace fencekeeper::flood
+}  // namespace fencekeeper::rpcframes

@@ -1,6 +1,6 @@
-// Raw Cap'n Proto RPC frames for the flood tool (tests/fault/flood_tool.cc): the messages a real
-// client sends, and the malformed or oversized ones a hostile one could, as flat byte arrays ready
-// for write(2). Nothing here talks to a socket.
+// Raw Cap'n Proto RPC frames for the flood tool (tests/fault/flood_tool.cc) and the reader-limit
+// tests: the messages a real client sends, and the malformed or oversized ones a hostile one
+// could, as flat byte arrays ready for write(2). Nothing here talks to a socket.
 #pragma once
 
 #include <capnp/message.h>
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace fencekeeper::flood {
+namespace fencekeeper::rpcframes {
 
 using Frame = kj::Array<capnp::word>;
 
@@ -40,4 +40,4 @@ struct Incoming {
 };
 Incoming classify(capnp::MessageReader& message);
 
-}  // namespace fencekeeper::flood
+}  // namespace fencekeeper::rpcframes
