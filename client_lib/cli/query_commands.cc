@@ -50,13 +50,18 @@ int holderCommand(const std::string& socket, const std::string& name, bool json)
   if (json) {
     std::printf(
         "{\"lock\":\"%s\",\"held\":%s,\"token\":%llu,\"owner\":\"%s\",\"sinceUnixMs\":%lld,"
-        "\"waiters\":%u,\"thisSidecar\":%s}\n",
+        "\"waiters\":%u,\"thisSidecar\":%s,\"foreign\":%s,\"foreignNode\":\"%s\"}\n",
         jsonEscape(name).c_str(), info.held ? "true" : "false",
         static_cast<unsigned long long>(info.token), jsonEscape(info.ownerLabel).c_str(),
-        static_cast<long long>(info.sinceUnixMs), info.waiters,
-        info.thisSidecar ? "true" : "false");
+        static_cast<long long>(info.sinceUnixMs), info.waiters, info.thisSidecar ? "true" : "false",
+        info.foreign ? "true" : "false", jsonEscape(info.foreignNode).c_str());
   } else if (!info.held) {
     std::printf("%s: not held\n", name.c_str());
+  } else if (info.foreign) {
+    std::printf(
+        "%s: blocked by %s, a persistent node planted in its queue (no lease): delete it "
+        "to unblock the lock; %u waiting\n",
+        name.c_str(), info.foreignNode.c_str(), info.waiters);
   } else {
     std::printf("%s: held, token %llu, owner '%s', since %s, %u waiting%s\n", name.c_str(),
                 static_cast<unsigned long long>(info.token), info.ownerLabel.c_str(),
@@ -105,6 +110,9 @@ int statusCommand(const std::string& socket, bool json) {
   std::printf("uptime:      %llu s\n", static_cast<unsigned long long>(st.uptimeMs / 1000));
   std::printf("deletes:     %u pending, %llu dropped\n", st.pendingDeletes,
               static_cast<unsigned long long>(st.droppedDeletes));
+  for (auto& node : st.foreignNodes) {
+    std::printf("planted:     %s (a persistent node blocking its lock: delete it)\n", node.c_str());
+  }
   for (auto& l : st.leases) {
     std::printf("  %-30s token %-14llu owner '%s' pid %d valid %u ms\n", l.name.c_str(),
                 static_cast<unsigned long long>(l.token), l.ownerLabel.c_str(), l.clientPid,

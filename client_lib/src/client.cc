@@ -561,8 +561,9 @@ Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
             [out](capnp::Response<ipc::Sidecar::HolderResults> r) {
               if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
               auto info = r.getInfo();
-              *out = HolderInfo{info.getHeld(),        info.getToken(),   info.getOwnerLabel(),
-                                info.getSinceUnixMs(), info.getWaiters(), info.getThisSidecar()};
+              *out = HolderInfo{info.getHeld(),        info.getToken(),      info.getOwnerLabel(),
+                                info.getSinceUnixMs(), info.getWaiters(),    info.getThisSidecar(),
+                                info.getForeign(),     info.getForeignNode()};
               return Status{};
             },
             [](kj::Exception&& e) {
@@ -589,6 +590,8 @@ Status ClientImpl::status(SidecarStatus* out) {
               out->grantsTotal = s.getGrantsTotal();
               out->pendingDeletes = s.getPendingDeletes();
               out->droppedDeletes = s.getDroppedDeletes();
+              out->foreignNodes.clear();
+              for (auto node : s.getForeignNodes()) out->foreignNodes.emplace_back(node);
               out->root = s.getRoot();
               out->leases.clear();
               for (auto l : s.getLeases()) {

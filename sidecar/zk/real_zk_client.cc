@@ -46,6 +46,7 @@ Code mapCode(int rc) {
       return Code::kInvalidArgument;
     case ZNOAUTH:
     case ZAUTHFAILED:  // the server refused the session's credentials: nothing is allowed
+    case ZINVALIDACL:  // our "auth" ACL on a session with no authenticated identity
       return Code::kNoAuth;
     default:
       return Code::kOther;

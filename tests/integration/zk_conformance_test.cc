@@ -327,6 +327,9 @@ TYPED_TEST(ZkConformanceTest, NodesOfACredentialedClientAreItsOwnAndReadableByAl
   EXPECT_EQ(this->remove(*stranger, node.path), Code::kNoAuth);
   EXPECT_EQ(this->create(*stranger, this->path("/owned/x"), CreateMode::kPersistent).code,
             Code::kNoAuth);
+  EXPECT_EQ(this->create(*stranger, this->path("/owned/q__lock__"), CreateMode::kEphemeralSequential)
+                .code,
+            Code::kNoAuth);
   EXPECT_EQ(this->get(*stranger, node.path).data, "me");
   EXPECT_EQ(this->children(*stranger, this->path("/owned")).children.size(), 1u);
   EXPECT_TRUE(this->env.exists(node.path));

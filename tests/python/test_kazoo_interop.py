@@ -8,6 +8,7 @@ Needs kazoo, which only Debian's interpreter has (python3-kazoo); ctest's python
         -p test_kazoo_interop.py
 """
 import json
+import os
 import re
 import signal
 import subprocess
@@ -20,7 +21,8 @@ import warnings
 
 try:
     from kazoo.client import KazooClient
-    from kazoo.exceptions import LockTimeout
+    from kazoo.exceptions import LockTimeout, NoAuthError
+    from kazoo.security import make_acl
 except ImportError as e:  # pragma: no cover - depends on the interpreter
     # Fail, do not skip: the interop coverage must not vanish silently.
     raise ImportError("test_kazoo_interop: kazoo is not importable from %s; run it with "
@@ -278,6 +280,66 @@ class KazooInteropTest(fk_harness.ClusterTestCase):
         self.assertLess(czxid_k1, token_f2)
         sys.stderr.write("[kazoo-interop] %s order H(token %d) -> K1(czxid %d) -> F2(token %d)\n"
                          % (name, token_h, czxid_k1, token_f2))
+
+
+class KazooWithAuthTest(fk_harness.ClusterTestCase):
+    """Sidecars with --zk-auth-file and kazoo clients that share the locks: kazoo authenticated as
+    the same identity (the snippet of docs/security.md) contends as usual; one without the
+    credentials can neither queue nor delete a holder's node."""
+
+    AUTH = "app:s3cret"
+
+    @classmethod
+    def setUpClass(cls):
+        warnings.filterwarnings("ignore", r"isSet\(\) is deprecated", DeprecationWarning)
+        cls.auth_dir = tempfile.TemporaryDirectory(prefix="fk-kazoo-auth-")
+        auth_file = os.path.join(cls.auth_dir.name, "zk-auth")
+        with open(os.open(auth_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(cls.AUTH + "\n")
+        cls.SIDECAR_ARGS = ("--persistent-parents", "--zk-auth-file", auth_file)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            super().tearDownClass()
+        finally:
+            cls.auth_dir.cleanup()
+
+    def kazoo(self, auth):
+        client = KazooClient(
+            hosts=self.cluster.connect, timeout=5,
+            auth_data=[("digest", self.AUTH)] if auth else None,
+            default_acl=[make_acl("auth", "", all=True), make_acl("world", "anyone", read=True)]
+            if auth else None)
+        client.start(timeout=15)
+        self.addCleanup(client.close)
+        self.addCleanup(client.stop)
+        return client
+
+    def test_kazoo_with_the_same_auth_shares_the_locks_and_others_cannot(self):
+        name = "shared"
+        r = self.fencectl("lock", name, "--wait", "5s", "--", "true", timeout=30)
+        self.assertEqual(r.returncode, 0, "fencectl lock: %s" % r.stderr)  # the sidecar's parents
+        owner = self.kazoo(auth=True)
+        lock = owner.Lock(LOCKS + "/" + name, identifier="kazoo-with-auth")
+        self.assertTrue(lock.acquire(timeout=5))
+        try:
+            info = self.fencectl("holder", name, "--json", timeout=10)
+            self.assertEqual(json.loads(info.stdout)["owner"], "kazoo-with-auth", info.stdout)
+            r = self.fencectl("lock", name, "--wait", "1s", "--", "true", timeout=30)
+            self.assertEqual(r.returncode, EXIT_NOT_ACQUIRED, r.stderr)
+
+            stranger = self.kazoo(auth=False)
+            self.assertEqual(len(stranger.get_children(LOCKS + "/" + name)), 1)  # it may read
+            with self.assertRaises(NoAuthError):
+                stranger.delete(LOCKS + "/" + name + "/" + lock.node)
+            with self.assertRaises(NoAuthError):
+                stranger.Lock(LOCKS + "/" + name, identifier="intruder").acquire(timeout=2)
+        finally:
+            lock.release()
+        r = self.fencectl("lock", name, "--wait", "5s", "--", "true", timeout=30)
+        self.assertEqual(r.returncode, 0, "fencectl lock after kazoo released: %s" % r.stderr)
 
 
 if __name__ == "__main__":

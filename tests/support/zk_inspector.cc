@@ -44,6 +44,11 @@ std::optional<int64_t> ZkInspector::czxid(const std::string& path) {
   return stat.czxid;
 }
 
+bool ZkInspector::create(const std::string& path, const std::string& data) {
+  return zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                    &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0) == ZOK;
+}
+
 bool ZkInspector::remove(const std::string& path, bool recursive) {
   if (recursive) {
     for (auto& child : children(path)) remove(path + "/" + child, true);

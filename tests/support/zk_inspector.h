@@ -23,7 +23,11 @@ class ZkInspector {
   std::vector<std::string> children(const std::string& path);
   bool exists(const std::string& path);
   std::optional<int64_t> czxid(const std::string& path);
-  // Deletes a node (and, when `recursive`, its children first). False when it did not exist.
+  // Creates a persistent node with the open ACL (as a client without credentials). False when
+  // it was not created (exists, no parent, refused by the parent's ACL).
+  bool create(const std::string& path, const std::string& data = "");
+  // Deletes a node (and, when `recursive`, its children first). False when it was not deleted
+  // (did not exist, or refused by the parent's ACL).
   bool remove(const std::string& path, bool recursive = false);
 
  private:

@@ -83,6 +83,10 @@ struct HolderInfo {
   int64_t sinceUnixMs = 0;
   uint32_t waiters = 0;
   bool thisSidecar = false;
+  // The first queue entry is a persistent node planted in the queue (not a lease request): it
+  // blocks the lock until an operator deletes it. `foreignNode` names the first one known.
+  bool foreign = false;
+  std::string foreignNode;
 };
 
 struct LeaseSummary {
@@ -105,8 +109,9 @@ struct SidecarStatus {
   uint64_t grantsTotal = 0;
   std::string root;
   std::vector<LeaseSummary> leases;
-  uint32_t pendingDeletes = 0;  // lock node deletions ZooKeeper has not confirmed yet
-  uint64_t droppedDeletes = 0;  // unconfirmed deletions the sidecar gave up at its bound
+  uint32_t pendingDeletes = 0;            // lock node deletions ZooKeeper has not confirmed yet
+  uint64_t droppedDeletes = 0;            // unconfirmed deletions the sidecar gave up at its bound
+  std::vector<std::string> foreignNodes;  // planted queue entries seen in locks waited on
 };
 
 class ClientImpl;
