@@ -30,6 +30,9 @@ uint32_t clampMs(Millis ms) {
   return count > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(count);
 }
 
+// Every byte of a Text: converting through a C string would cut a name short at a NUL.
+std::string textBytes(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
+
 // Who is on the other end of a connection, for logs and status.
 struct Peer {
   uint64_t connection;
@@ -102,8 +105,8 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     context.allowCancellation();
     auto params = context.getParams();
     engine::AcquireSpec spec;
-    spec.name = params.getName();
-    spec.ownerLabel = params.getOwnerLabel();
+    spec.name = textBytes(params.getName());
+    spec.ownerLabel = textBytes(params.getOwnerLabel());
     spec.client = peer_.describe();
     spec.clientPid = peer_.pid;
     spec.ttl = Millis(params.getTtlMs());
@@ -143,7 +146,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     using Answer = std::pair<engine::LeaseError, engine::HolderInfo>;
     auto answered = bridge<Answer>();
     ctx_.engine.holder(
-        context.getParams().getName(),
+        textBytes(context.getParams().getName()),
         [callback = kj::mv(answered.callback)](engine::LeaseError e, engine::HolderInfo info) {
           callback(std::make_pair(e, std::move(info)));
         });
