@@ -94,7 +94,8 @@ struct PendingAcquire {
 
 class SidecarImpl final : public ipc::Sidecar::Server {
  public:
-  SidecarImpl(ServerContext& context, Peer peer) : ctx_(context), peer_(std::move(peer)) {
+  SidecarImpl(ServerContext& context, Peer peer, kj::ForkedPromise<void> hangUp)
+      : ctx_(context), peer_(std::move(peer)), hangUp_(kj::mv(hangUp)) {
     ++ctx_.connections;
   }
   ~SidecarImpl() noexcept(false) { --ctx_.connections; }
@@ -138,7 +139,10 @@ class SidecarImpl final : public ipc::Sidecar::Server {
           results.setValidMs(clampMs(o.valid));
           results.setLease(kj::heap<LeaseImpl>(ctx_.engine, o.id));
         })
-        .attach(kj::mv(pending));
+        .attach(kj::mv(pending))
+        // A call pipelined on the lease keeps this call alive past a hang-up (Cap'n Proto 0.9.2
+        // cancels only calls that allowed it): the hang-up itself withdraws the request.
+        .exclusiveJoin(hangUp_.addBranch());
   }
 
   kj::Promise<void> holder(HolderContext context) override {
@@ -198,6 +202,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
  private:
   ServerContext& ctx_;
   const Peer peer_;
+  kj::ForkedPromise<void> hangUp_;  // resolves when the connection closed
 };
 
 // One client connection: its stream, network and RPC system, alive until the peer disconnects.
@@ -247,13 +252,16 @@ void RpcListener::serve(kj::AuthenticatedStream stream) {
     }
   }
   spdlog::debug("connection {} from pid {}", peer.connection, peer.pid);
-  auto connection =
-      kj::heap<Connection>(kj::mv(stream.stream), kj::heap<SidecarImpl>(context_, peer));
+  auto hangUp = kj::newPromiseAndFulfiller<void>();
+  auto connection = kj::heap<Connection>(
+      kj::mv(stream.stream), kj::heap<SidecarImpl>(context_, peer, hangUp.promise.fork()));
   auto disconnected = connection->network.onDisconnect();
   uint64_t id = peer.connection;
-  connections_.add(disconnected.attach(kj::mv(connection)).then([id] {
-    spdlog::debug("connection {} closed", id);
-  }));
+  connections_.add(disconnected.attach(kj::mv(connection))
+                       .then([id, hungUp = kj::mv(hangUp.fulfiller)]() mutable {
+                         spdlog::debug("connection {} closed", id);
+                         hungUp->fulfill();
+                       }));
 }
 
 void RpcListener::taskFailed(kj::Exception&& e) {
