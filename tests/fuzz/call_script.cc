@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "ipc/fencekeeper.capnp.h"
@@ -98,13 +97,17 @@ void checkKnown(ipc::Error error) {
 // What the client has seen, against which every answer is checked.
 struct Oracle {
   std::map<std::string, uint64_t> lastToken;  // per lock name: tokens rise strictly
-  std::set<uint64_t> granted;
 };
 
+// One acquire's outcome as the client saw it.
 struct Grant {
   bool ok = false;
   uint64_t token = 0;
   bool releaseSent = false;  // later calls on this lease must not succeed
+  // The client dropped the acquire's answer but kept its lease (pipelined): it may be granted
+  // without the client learning the token.
+  bool unseen = false;
+  bool knows(uint64_t t) const { return unseen || (ok && t == token); }
 };
 
 struct LeaseSlot {
@@ -114,16 +117,16 @@ struct LeaseSlot {
 
 class Watcher final : public ipc::LeaseWatcher::Server {
  public:
-  explicit Watcher(std::shared_ptr<Oracle> oracle) : oracle_(std::move(oracle)) {}
+  explicit Watcher(std::shared_ptr<Grant> grant) : grant_(std::move(grant)) {}
   kj::Promise<void> lost(LostContext context) override {
     auto token = context.getParams().getToken();
-    FK_FUZZ_CHECK(oracle_->granted.count(token) > 0,
-                  "loss told for a token never granted: " + std::to_string(token));
+    FK_FUZZ_CHECK(grant_->knows(token),
+                  "loss told for a token not granted: " + std::to_string(token));
     return kj::READY_NOW;
   }
 
  private:
-  std::shared_ptr<Oracle> oracle_;
+  std::shared_ptr<Grant> grant_;
 };
 
 auto ignoreFailure() {
@@ -178,7 +181,10 @@ class ScriptClient {
         return status();
       case Op::kCancel: {
         uint8_t pick = in.u8();
-        if (!calls_.empty()) calls_[pick % calls_.size()] = nullptr;
+        if (calls_.empty()) return;
+        Call& call = calls_[pick % calls_.size()];
+        call.answer = nullptr;
+        if (call.acquired) call.acquired->unseen = true;
         return;
       }
       case Op::kAdvance:
@@ -212,12 +218,11 @@ class ScriptClient {
     request.setTtlMs(ttl);
     request.setWaitMs(wait);
     request.setOwnerLabel(capnp::Text::Reader(label.c_str(), label.size()));
-    if (watcher) request.setWatcher(kj::heap<Watcher>(oracle_));
-    auto sent = request.send();
     auto grant = std::make_shared<Grant>();
+    if (watcher) request.setWatcher(kj::heap<Watcher>(grant));
+    auto sent = request.send();
     leases_.push_back({sent.getLease(), grant});
-    calls_.push_back(
-        sent.then(
+    add(sent.then(
                 [oracle = oracle_, grant, name](auto response) {
                   checkKnown(response.getError());
                   if (response.getError() != ipc::Error::OK) return;
@@ -229,51 +234,49 @@ class ScriptClient {
                   FK_FUZZ_CHECK(token > last, printable(name) + ": token " + std::to_string(token) +
                                                   " after " + std::to_string(last));
                   last = token;
-                  oracle->granted.insert(token);
                   grant->ok = true;
                   grant->token = token;
                 },
                 ignoreFailure())
-            .eagerlyEvaluate(nullptr));
+            .eagerlyEvaluate(nullptr),
+        grant);
   }
 
   void renew(LeaseSlot& slot, uint32_t ttl) {
     auto request = slot.cap.renewRequest();
     request.setTtlMs(ttl);
     bool afterRelease = slot.grant->releaseSent;
-    calls_.push_back(request.send()
-                         .then(
-                             [afterRelease](auto response) {
-                               checkKnown(response.getError());
-                               FK_FUZZ_CHECK(
-                                   !(afterRelease && response.getError() == ipc::Error::OK),
-                                   "renewed after release");
-                             },
-                             ignoreFailure())
-                         .eagerlyEvaluate(nullptr));
+    add(request.send()
+            .then(
+                [afterRelease](auto response) {
+                  checkKnown(response.getError());
+                  FK_FUZZ_CHECK(!(afterRelease && response.getError() == ipc::Error::OK),
+                                "renewed after release");
+                },
+                ignoreFailure())
+            .eagerlyEvaluate(nullptr));
   }
 
   void token(LeaseSlot& slot) {
     bool afterRelease = slot.grant->releaseSent;
-    calls_.push_back(slot.cap.tokenRequest()
-                         .send()
-                         .then(
-                             [grant = slot.grant, afterRelease](auto response) {
-                               checkKnown(response.getError());
-                               if (response.getError() != ipc::Error::OK) return;
-                               FK_FUZZ_CHECK(!afterRelease, "token valid after release");
-                               FK_FUZZ_CHECK(grant->ok && response.getToken() == grant->token,
-                                             "token " + std::to_string(response.getToken()) +
-                                                 " is not the one granted");
-                             },
-                             ignoreFailure())
-                         .eagerlyEvaluate(nullptr));
+    add(slot.cap.tokenRequest()
+            .send()
+            .then(
+                [grant = slot.grant, afterRelease](auto response) {
+                  checkKnown(response.getError());
+                  if (response.getError() != ipc::Error::OK) return;
+                  FK_FUZZ_CHECK(!afterRelease, "token valid after release");
+                  FK_FUZZ_CHECK(
+                      grant->knows(response.getToken()),
+                      "token " + std::to_string(response.getToken()) + " is not the one granted");
+                },
+                ignoreFailure())
+            .eagerlyEvaluate(nullptr));
   }
 
   void release(LeaseSlot& slot) {
     slot.grant->releaseSent = true;
-    calls_.push_back(
-        slot.cap.releaseRequest()
+    add(slot.cap.releaseRequest()
             .send()
             .then([](auto response) { checkKnown(response.getError()); }, ignoreFailure())
             .eagerlyEvaluate(nullptr));
@@ -282,25 +285,23 @@ class ScriptClient {
   void holder(const std::string& name) {
     auto request = cap_.holderRequest();
     request.setName(capnp::Text::Reader(name.c_str(), name.size()));
-    calls_.push_back(
-        request.send()
+    add(request.send()
             .then([](auto response) { checkKnown(response.getError()); }, ignoreFailure())
             .eagerlyEvaluate(nullptr));
   }
 
   void status() {
-    calls_.push_back(cap_.statusRequest()
-                         .send()
-                         .then(
-                             [](auto response) {
-                               auto s = response.getStatus();
-                               FK_FUZZ_CHECK(s.getLeasesHeld() == s.getLeases().size(),
-                                             "status counts " + std::to_string(s.getLeasesHeld()) +
-                                                 " held but lists " +
-                                                 std::to_string(s.getLeases().size()));
-                             },
-                             ignoreFailure())
-                         .eagerlyEvaluate(nullptr));
+    add(cap_.statusRequest()
+            .send()
+            .then(
+                [](auto response) {
+                  auto s = response.getStatus();
+                  FK_FUZZ_CHECK(s.getLeasesHeld() == s.getLeases().size(),
+                                "status counts " + std::to_string(s.getLeasesHeld()) +
+                                    " held but lists " + std::to_string(s.getLeases().size()));
+                },
+                ignoreFailure())
+            .eagerlyEvaluate(nullptr));
   }
 
   void removeHolderNode(const std::string& name) {
@@ -319,7 +320,15 @@ class ScriptClient {
   ipc::Sidecar::Client cap_;
   std::shared_ptr<Oracle> oracle_ = std::make_shared<Oracle>();
   std::vector<LeaseSlot> leases_;
-  std::vector<kj::Promise<void>> calls_;
+  // Unanswered calls the client may drop; `acquired` is set for an acquire.
+  struct Call {
+    kj::Promise<void> answer;
+    std::shared_ptr<Grant> acquired;
+  };
+  void add(kj::Promise<void> answer, std::shared_ptr<Grant> acquired = nullptr) {
+    calls_.push_back({kj::mv(answer), std::move(acquired)});
+  }
+  std::vector<Call> calls_;
 };
 
 }  // namespace
