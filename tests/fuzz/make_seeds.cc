@@ -78,6 +78,11 @@ std::map<std::string, ScriptWriter> callScripts() {
       .acquire("a", 0xffffffff, 0xffffffff, std::string(255, 'l'), false)
       .named(Op::kHolder, "a//b")
       .named(Op::kHolder, std::string("a\0b", 3));
+  // Issue 9: the sidecar cut a name short at a NUL and granted "jobs".
+  s["nul_in_name"]
+      .acquire(std::string("jobs\0-tenant-b", 14), 30'000, 0, "", false)
+      .named(Op::kHolder, std::string("jobs\0-tenant-b", 14))
+      .leaseOp(Op::kToken, 0);
   s["cancel_waiter"]
       .acquire("a/b", 30'000, 0, "", false)
       .acquire("a/b", 30'000, 60'000, "", false)
