@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds fencekeeper and runs every test: unit tests against the in-memory ZooKeeper, integration
 # and fault tests against real ZooKeeper servers (started on 127.0.0.1 by the tests themselves),
-# the C ABI and Python tests, and kazoo interop. Exits non-zero when any test fails.
+# the C ABI and Python tests, and kazoo interop; then a bounded fuzz run (about a minute, clang,
+# ASan+UBSan: scripts/fuzz.sh). Exits non-zero when any test fails or the fuzzer finds anything.
 # FK_SANITIZERS=1 then builds the whole tree again with ASan+UBSan (build-asan/) and runs every
 # test once more there, and once more with TSan (build-tsan/) the tests where threads meet: the
 # client library, the sidecar's ZooKeeper hand-off, the C ABI (CI does).
@@ -10,6 +11,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/scripts/build.sh"
 cd "${FK_BUILD_DIR:-$here/build}"
 ctest --output-on-failure --timeout 600 -j"${FK_TEST_JOBS:-2}"
+echo "== a bounded fuzz run under AddressSanitizer + UndefinedBehaviorSanitizer"
+bash "$here/scripts/fuzz.sh"
 if [ "${FK_SANITIZERS:-0}" = 1 ]; then
   echo "== again under AddressSanitizer + UndefinedBehaviorSanitizer"
   FK_BUILD_DIR="$here/build-asan" FK_CMAKE_ARGS="-DFK_SANITIZE=address,undefined" \

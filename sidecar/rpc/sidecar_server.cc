@@ -31,6 +31,9 @@ uint32_t clampMs(Millis ms) {
   return count > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(count);
 }
 
+// Every byte of a Text: converting through a C string would cut a name short at a NUL.
+std::string textBytes(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
+
 // Who is on the other end of a connection, for logs and status.
 struct Peer {
   uint64_t connection;
@@ -92,7 +95,8 @@ struct PendingAcquire {
 
 class SidecarImpl final : public ipc::Sidecar::Server {
  public:
-  SidecarImpl(ServerContext& context, Peer peer) : ctx_(context), peer_(std::move(peer)) {
+  SidecarImpl(ServerContext& context, Peer peer, kj::ForkedPromise<void> hangUp)
+      : ctx_(context), peer_(std::move(peer)), hangUp_(kj::mv(hangUp)) {
     ++ctx_.connections;
   }
   ~SidecarImpl() noexcept(false) { --ctx_.connections; }
@@ -103,8 +107,8 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     context.allowCancellation();
     auto params = context.getParams();
     engine::AcquireSpec spec;
-    spec.name = params.getName();
-    spec.ownerLabel = params.getOwnerLabel();
+    spec.name = textBytes(params.getName());
+    spec.ownerLabel = textBytes(params.getOwnerLabel());
     spec.client = peer_.describe();
     spec.clientPid = peer_.pid;
     spec.ttl = Millis(params.getTtlMs());
@@ -137,7 +141,10 @@ class SidecarImpl final : public ipc::Sidecar::Server {
           results.setValidMs(clampMs(o.valid));
           results.setLease(kj::heap<LeaseImpl>(ctx_.engine, o.id));
         })
-        .attach(kj::mv(pending));
+        .attach(kj::mv(pending))
+        // A call pipelined on the lease keeps this call alive past a hang-up (Cap'n Proto 0.9.2
+        // cancels only calls that allowed it): the hang-up itself withdraws the request.
+        .exclusiveJoin(hangUp_.addBranch());
   }
 
   kj::Promise<void> holder(HolderContext context) override {
@@ -148,7 +155,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
       std::string detail;
     };
     auto answered = bridge<Answer>();
-    ctx_.engine.holder(context.getParams().getName(),
+    ctx_.engine.holder(textBytes(context.getParams().getName()),
                        [callback = kj::mv(answered.callback)](
                            engine::LeaseError e, engine::HolderInfo info, std::string detail) {
                          callback(Answer{e, std::move(info), std::move(detail)});
@@ -209,6 +216,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
  private:
   ServerContext& ctx_;
   const Peer peer_;
+  kj::ForkedPromise<void> hangUp_;  // resolves when the connection closed
 };
 
 // One client connection: its stream, network and RPC system, alive until the peer disconnects.
@@ -246,13 +254,16 @@ void RpcListener::serve(kj::AuthenticatedStream stream) {
     }
   }
   spdlog::debug("connection {} from pid {}", peer.connection, peer.pid);
-  auto connection =
-      kj::heap<Connection>(kj::mv(stream.stream), kj::heap<SidecarImpl>(context_, peer));
+  auto hangUp = kj::newPromiseAndFulfiller<void>();
+  auto connection = kj::heap<Connection>(
+      kj::mv(stream.stream), kj::heap<SidecarImpl>(context_, peer, hangUp.promise.fork()));
   auto disconnected = connection->network.onDisconnect();
   uint64_t id = peer.connection;
-  connections_.add(disconnected.attach(kj::mv(connection)).then([id] {
-    spdlog::debug("connection {} closed", id);
-  }));
+  connections_.add(disconnected.attach(kj::mv(connection))
+                       .then([id, hungUp = kj::mv(hangUp.fulfiller)]() mutable {
+                         spdlog::debug("connection {} closed", id);
+                         hungUp->fulfill();
+                       }));
 }
 
 void RpcListener::taskFailed(kj::Exception&& e) {
