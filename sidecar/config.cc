@@ -2,6 +2,8 @@
 
 #include <getopt.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "sidecar/common/duration.h"
@@ -47,6 +49,20 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
                          confirm them (default 1000); while that many are pending, acquire
                          answers limitReached, and a delete beyond them is sent once and
                          then left to the session's end (the lease ended all the same)
+
+Limits (0: unlimited; a refused request answers limitReached naming the limit):
+  --max-connections N    open connections of one peer uid (default 128)
+  --max-leases-per-peer N  leases one uid holds or waits for (default 2500)
+  --max-waiting-per-peer N  acquires one uid has waiting (default 1000)
+  --max-calls-per-connection N  unanswered calls of one connection (default 256)
+  --max-leases N         leases held or waited for on this sidecar (default 10000)
+  --max-queued-reply-bytes N  replies written to one connection and not read by its
+                         peer (default 4194304); above it the connection is closed
+  --allow-uid UID[,UID...]  only these uids may use the socket (repeatable; with
+                         --allow-gid, a peer in either list is allowed); others get
+                         permissionDenied and an audit line
+  --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
+
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --help                 this text
 
@@ -83,6 +99,14 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxPendingDeletes,
     kSocketWorld,
     kLogLevel,
+    kMaxConnections,
+    kMaxLeasesPerPeer,
+    kMaxWaitingPerPeer,
+    kMaxCallsPerConnection,
+    kMaxLeases,
+    kMaxQueuedReplyBytes,
+    kAllowUid,
+    kAllowGid,
     kHelp,
   };
   static const option options[] = {
@@ -100,6 +124,14 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-pending-deletes", required_argument, nullptr, kMaxPendingDeletes},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
+      {"max-connections", required_argument, nullptr, kMaxConnections},
+      {"max-leases-per-peer", required_argument, nullptr, kMaxLeasesPerPeer},
+      {"max-waiting-per-peer", required_argument, nullptr, kMaxWaitingPerPeer},
+      {"max-calls-per-connection", required_argument, nullptr, kMaxCallsPerConnection},
+      {"max-leases", required_argument, nullptr, kMaxLeases},
+      {"max-queued-reply-bytes", required_argument, nullptr, kMaxQueuedReplyBytes},
+      {"allow-uid", required_argument, nullptr, kAllowUid},
+      {"allow-gid", required_argument, nullptr, kAllowGid},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -114,6 +146,36 @@ ParsedFlags parseFlags(int argc, char** argv) {
     return true;
   };
   auto badDuration = [&] {
+    return bad(std::string("bad --") + options[index].name + " '" + optarg + "'");
+  };
+  // A non-negative integer no larger than `max` (0 means unlimited where a limit takes it).
+  auto count = [&](uint64_t& out, uint64_t max) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long n = std::strtoull(optarg, &end, 10);
+    if (!*optarg || *end || *optarg == '-' || errno == ERANGE || n > max) return false;
+    out = n;
+    return true;
+  };
+  auto ids = [&](std::vector<uint32_t>& out) {
+    std::string list = optarg;
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      std::string one = list.substr(start, comma == std::string::npos ? comma : comma - start);
+      char* end = nullptr;
+      errno = 0;
+      unsigned long long n = std::strtoull(one.c_str(), &end, 10);
+      if (one.empty() || *end || one[0] == '-' || errno == ERANGE || n > UINT32_MAX - 1) {
+        return false;
+      }
+      out.push_back(static_cast<uint32_t>(n));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return true;
+  };
+  auto badCount = [&] {
     return bad(std::string("bad --") + options[index].name + " '" + optarg + "'");
   };
   optind = 1;
@@ -168,6 +230,30 @@ ParsedFlags parseFlags(int argc, char** argv) {
         break;
       case kLogLevel:
         c.logLevel = optarg;
+        break;
+      case kMaxConnections:
+        if (!count(c.limits.maxConnections, UINT32_MAX)) return badCount();
+        break;
+      case kMaxLeasesPerPeer:
+        if (!count(c.limits.maxLeasesPerPeer, UINT32_MAX)) return badCount();
+        break;
+      case kMaxWaitingPerPeer:
+        if (!count(c.limits.maxWaitingPerPeer, UINT32_MAX)) return badCount();
+        break;
+      case kMaxCallsPerConnection:
+        if (!count(c.limits.maxCallsPerConnection, UINT32_MAX)) return badCount();
+        break;
+      case kMaxLeases:
+        if (!count(c.limits.maxLeases, UINT32_MAX)) return badCount();
+        break;
+      case kMaxQueuedReplyBytes:
+        if (!count(c.limits.maxQueuedReplyBytes, UINT64_MAX)) return badCount();
+        break;
+      case kAllowUid:
+        if (!ids(c.allowUids)) return badCount();
+        break;
+      case kAllowGid:
+        if (!ids(c.allowGids)) return badCount();
         break;
       case kHelp:
         return ParsedFlags{std::nullopt, 0, kUsage};

@@ -2,11 +2,23 @@
 #pragma once
 
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sidecar/common/clock.h"
 
 namespace fencekeeper {
+
+// The limits of the lease socket (docs/security.md); 0 means unlimited.
+struct LimitFlags {
+  uint64_t maxConnections = 128;  // per peer uid
+  uint64_t maxLeasesPerPeer = 2'500;
+  uint64_t maxWaitingPerPeer = 1'000;
+  uint64_t maxCallsPerConnection = 256;
+  uint64_t maxLeases = 10'000;
+  uint64_t maxQueuedReplyBytes = 4 << 20;
+};
 
 struct SidecarConfig {
   std::string zk;          // connect string; empty with --dev
@@ -23,6 +35,9 @@ struct SidecarConfig {
   size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
+  LimitFlags limits;
+  std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
+  std::vector<uint32_t> allowGids;
 };
 
 struct ParsedFlags {

@@ -60,6 +60,18 @@ void checkChroot(zk::Client& zk, const std::string& hosts) {
   });
 }
 
+uint32_t clamp32(uint64_t n) { return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n); }
+
+rpc::ConnectionLimits connectionLimits(const LimitFlags& flags) {
+  rpc::ConnectionLimits limits;
+  limits.maxConnectionsPerPeer = clamp32(flags.maxConnections);
+  limits.maxCallsPerConnection = clamp32(flags.maxCallsPerConnection);
+  limits.maxQueuedReplyBytes = flags.maxQueuedReplyBytes;
+  // Capabilities of released leases cost memory until dropped: bounded, with room to spare.
+  limits.maxLeaseCapabilities = clamp32(flags.maxLeasesPerPeer * 2);
+  return limits;
+}
+
 int run(const SidecarConfig& config) {
   // Before any thread exists (the ZooKeeper client's inherit the mask): signals become events.
   kj::UnixEventPort::captureSignal(SIGTERM);
@@ -108,11 +120,16 @@ int run(const SidecarConfig& config) {
   engineConfig.maxTtl = config.maxTtl;
   engineConfig.minGrantVouch = config.minGrantVouch;
   engineConfig.maxPendingDeletes = config.maxPendingDeletes;
+  engineConfig.maxLeases = config.limits.maxLeases;
+  engineConfig.maxLeasesPerPeer = config.limits.maxLeasesPerPeer;
+  engineConfig.maxWaitingPerPeer = config.limits.maxWaitingPerPeer;
   engineConfig.instanceId = randomInstanceId();
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig);
 
   int fd = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
   rpc::ServerContext context{*engine, *zk, timer, config.root, timer.now()};
+  context.limits = connectionLimits(config.limits);
+  context.allow = rpc::AllowList{config.allowUids, config.allowGids};
   auto listener = std::make_unique<rpc::RpcListener>(
       context,
       io.lowLevelProvider->wrapListenSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));

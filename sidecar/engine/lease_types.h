@@ -41,8 +41,11 @@ const char* lossReasonName(LossReason reason);
 struct AcquireSpec {
   std::string name;
   std::string ownerLabel;
-  std::string client;  // who asked, for logs ("pid 123")
+  std::string client;  // who asked, for logs ("pid 123 uid 1000 conn 4")
   int32_t clientPid = 0;
+  // The principal limits count against (processes of one uid are one) and its connection.
+  uint32_t clientUid = 0;
+  uint64_t connection = 0;
   Millis ttl{0};   // 0: the engine's default
   Millis wait{0};  // 0: try once
   // Called on the loop when a granted lease is lost (never after withdraw or release). `told` is
@@ -63,12 +66,14 @@ struct ReleaseOutcome {
   // True when ZooKeeper confirmed the node gone before the answer was due; false when the answer
   // came first: the delete is queued (sent again after a reconnect, dropped with the session).
   bool confirmed = false;
+  std::string detail;  // for people, when error is not kOk
 };
 
 struct Validity {
   LeaseError error = LeaseError::kInternal;
   uint64_t token = 0;
   Millis valid{0};
+  std::string detail;  // for people, when error is not kOk
 };
 
 struct HolderInfo {
@@ -89,6 +94,8 @@ struct LeaseSummary {
   std::string ownerLabel;
   int32_t clientPid = 0;
   Millis valid{0};
+  uint32_t clientUid = 0;
+  uint64_t connection = 0;
 };
 
 struct EngineStatus {

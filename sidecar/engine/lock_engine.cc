@@ -38,7 +38,22 @@ const char* stateName(int state) {
   static const char* const kNames[] = {"creating", "waiting", "held", "released", "lost"};
   return kNames[state];
 }
+
+std::string ms(Millis d) { return std::to_string(d.count()) + " ms"; }
 }  // namespace
+
+// What a request in `state` counts as against the limits.
+PeerTally::Bucket LockEngine::bucketOf(State state) {
+  switch (state) {
+    case State::kCreating:
+    case State::kWaiting:
+      return PeerTally::Bucket::kWaiting;
+    case State::kHeld:
+      return PeerTally::Bucket::kHeld;
+    default:
+      return PeerTally::Bucket::kNone;
+  }
+}
 
 struct LockEngine::Request {
   LeaseId id;
@@ -106,6 +121,7 @@ void LockEngine::moveTo(Request& r, State next) {
                      stateName(static_cast<int>(r.state)), stateName(static_cast<int>(next)));
     std::abort();
   }
+  tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), bucketOf(next));
   r.state = next;
 }
 
@@ -158,25 +174,36 @@ LockEngine::Request* LockEngine::find(LeaseId id, uint32_t attempt) {
 // ---- acquire ---------------------------------------------------------------------------------
 
 LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)> done) {
-  auto refuse = [&](LeaseError e) {
-    done(AcquireOutcome{e, 0, 0, Millis(0), {}});
+  auto refuse = [&](LeaseError e, std::string detail) {
+    done(AcquireOutcome{e, 0, 0, Millis(0), std::move(detail)});
     return LeaseId{0};
   };
-  if (shuttingDown_) return refuse(LeaseError::kShuttingDown);
-  if (!isValidLockName(spec.name)) return refuse(LeaseError::kInvalidName);
+  if (shuttingDown_) return refuse(LeaseError::kShuttingDown, "the sidecar is shutting down");
+  if (auto problem = lockNameProblem(spec.name)) {
+    return refuse(LeaseError::kInvalidName, *problem);
+  }
   if (spec.ttl.count() == 0) spec.ttl = config_.defaultTtl;
-  if (spec.ttl < config_.minTtl || spec.ttl > config_.maxTtl || spec.wait > config_.maxWait ||
-      spec.ownerLabel.size() > config_.maxOwnerLabelBytes) {
-    return refuse(LeaseError::kInvalidArgument);
+  if (spec.ttl < config_.minTtl || spec.ttl > config_.maxTtl) {
+    return refuse(LeaseError::kInvalidArgument, "ttlMs " + std::to_string(spec.ttl.count()) +
+                                                    " outside [" + ms(config_.minTtl) + ", " +
+                                                    ms(config_.maxTtl) + "] (--max-ttl)");
   }
-  // While deletes go unconfirmed, no new node: the ones to delete would pile up.
-  if (requests_.size() >= config_.maxRequests || deletes_.full()) {
-    return refuse(LeaseError::kLimitReached);
+  if (spec.wait > config_.maxWait) {
+    return refuse(LeaseError::kInvalidArgument, "waitMs " + std::to_string(spec.wait.count()) +
+                                                    " above the maximum " + ms(config_.maxWait));
   }
+  if (spec.ownerLabel.size() > config_.maxOwnerLabelBytes) {
+    return refuse(LeaseError::kInvalidArgument,
+                  "ownerLabel has " + std::to_string(spec.ownerLabel.size()) +
+                      " bytes, above the maximum " + std::to_string(config_.maxOwnerLabelBytes));
+  }
+  if (auto limit = overLimit(spec)) return refuse(LeaseError::kLimitReached, *limit);
   // Trying once cannot succeed while ZooKeeper is out of reach and the session unproven.
   if (spec.wait.count() == 0 && !guard_->safe() &&
       zk_.sessionState() != zk::SessionState::kConnected) {
-    return refuse(LeaseError::kZkUnavailable);
+    return refuse(LeaseError::kZkUnavailable,
+                  std::string("ZooKeeper session ") + zk::sessionStateName(zk_.sessionState()) +
+                      " and not vouched for: try again later or wait (waitMs > 0)");
   }
 
   auto owned = std::make_unique<Request>();
@@ -190,6 +217,7 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   r.done = std::move(done);
   requests_.emplace(r.id, std::move(owned));
   idByGuid_.emplace(r.guid, r.id);
+  tally_.move(r.spec.clientUid, r.spec.connection, PeerTally::Bucket::kNone, bucketOf(r.state));
 
   // Waits end at their deadline; a try-once request still gets a budget to ride out faults.
   // Either way, the answer says whether ZooKeeper or the holder was in the way.
@@ -200,8 +228,14 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
     Request* w = find(id);
     w->waitTimer = 0;
     bool zkDown = zk_.sessionState() != zk::SessionState::kConnected;
-    fail(*w,
-         zkDown || w->spec.wait.count() == 0 ? LeaseError::kZkUnavailable : LeaseError::kTimedOut);
+    if (zkDown || w->spec.wait.count() == 0) {
+      fail(*w, LeaseError::kZkUnavailable,
+           std::string("ZooKeeper did not answer in time (session ") +
+               zk::sessionStateName(zk_.sessionState()) + ")");
+    } else {
+      fail(*w, LeaseError::kTimedOut,
+           "not granted within waitMs " + std::to_string(w->spec.wait.count()));
+    }
   });
   if (zk_.sessionState() == zk::SessionState::kExpired) {
     r.recreateOnConnect = true;  // the client is opening a new session
@@ -209,6 +243,36 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
     startCreate(r);
   }
   return r.id;
+}
+
+std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const {
+  auto over = [](const char* what, size_t limit, const char* flag) {
+    return std::string(what) + " (" + std::to_string(limit) + "): raise " + flag;
+  };
+  Counts all = tally_.total();
+  if (config_.maxLeases && all.held + all.waiting >= config_.maxLeases) {
+    return over("this sidecar holds and queues as many leases as it may", config_.maxLeases,
+                "--max-leases");
+  }
+  Counts peer = tally_.ofPeer(spec.clientUid);
+  if (config_.maxLeasesPerPeer && peer.held + peer.waiting >= config_.maxLeasesPerPeer) {
+    return over(("uid " + std::to_string(spec.clientUid) + " holds " + std::to_string(peer.held) +
+                 " and queues " + std::to_string(peer.waiting) + " leases, its limit")
+                    .c_str(),
+                config_.maxLeasesPerPeer, "--max-leases-per-peer, or release leases");
+  }
+  if (config_.maxWaitingPerPeer && peer.waiting >= config_.maxWaitingPerPeer) {
+    return over(("uid " + std::to_string(spec.clientUid) + " has " + std::to_string(peer.waiting) +
+                 " acquires waiting, its limit")
+                    .c_str(),
+                config_.maxWaitingPerPeer, "--max-waiting-per-peer");
+  }
+  // While deletes go unconfirmed, no new node: the ones to delete would pile up.
+  if (deletes_.full()) {
+    return over("ZooKeeper has not confirmed as many node deletions as may be pending",
+                config_.maxPendingDeletes, "--max-pending-deletes, or restore ZooKeeper");
+  }
+  return std::nullopt;
 }
 
 void LockEngine::startCreate(Request& r) {
@@ -246,7 +310,7 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
       r.recreateOnConnect = true;  // the session listener starts it over
       return;
     case zk::Code::kClosing:
-      fail(r, LeaseError::kShuttingDown);
+      fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
       return;
     case zk::Code::kNoAuth:
       spdlog::error("lock {}: {}", r.spec.name, refusedBy("create a node in", r.lockPath));
@@ -254,7 +318,9 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
       return;
     default:
       spdlog::error("create under {} failed: {}", r.lockPath, zk::codeName(res.code));
-      fail(r, LeaseError::kZkUnavailable);
+      fail(r, LeaseError::kZkUnavailable,
+           std::string("ZooKeeper refused the create under ") + r.lockPath + ": " +
+               zk::codeName(res.code));
       return;
   }
 }
@@ -331,13 +397,14 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
                  r.recreateOnConnect = true;  // the session listener starts it over
                  return;
                }
-               if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown);
+               if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
                // Refused under a parent this identity may not write: fine if the node exists.
                if (res.code == zk::Code::kNoAuth)
                  return ensureParentExists(r, level, restarts, node);
                spdlog::error("cannot create lock parent for {}: {}", r.spec.name,
                              zk::codeName(res.code));
-               fail(r, LeaseError::kZkUnavailable);
+               fail(r, LeaseError::kZkUnavailable,
+                    "cannot create the lock's parent " + node + ": " + zk::codeName(res.code));
              }));
 }
 
@@ -380,7 +447,8 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     return fail(r, LeaseError::kPermissionDenied, refusedBy("list", r.lockPath));
   }
   if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) {
-    return fail(r, LeaseError::kZkUnavailable);
+    return fail(r, LeaseError::kZkUnavailable,
+                "cannot list " + r.lockPath + ": " + zk::codeName(res.code));
   }
   sweepOrphans(r.lockPath, res.children);
   foreign_.prune(r.lockPath, res.children);
@@ -403,7 +471,9 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     }
   }
   if (!predecessor) return grant(r);
-  if (r.spec.wait.count() == 0) return fail(r, LeaseError::kTimedOut);  // try once
+  if (r.spec.wait.count() == 0) {  // try once
+    return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
+  }
   watchPredecessor(r, r.lockPath + "/" + predecessor->name);
 }
 
@@ -534,6 +604,8 @@ void LockEngine::erase(LeaseId id) {
   if (it == requests_.end()) return;
   timer_.cancel(it->second->ttlTimer);
   timer_.cancel(it->second->waitTimer);
+  const Request& r = *it->second;
+  tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), PeerTally::Bucket::kNone);
   idByGuid_.erase(it->second->guid);
   requests_.erase(it);
 }
@@ -559,8 +631,11 @@ void LockEngine::withdraw(LeaseId id) {
 
 void LockEngine::release(LeaseId id, std::function<void(ReleaseOutcome)> done) {
   Request* r = find(id);
-  if (!r) return done({LeaseError::kNotHeld, false});
-  if (r->state != State::kHeld) return done({validity(*r).error, false});
+  if (!r) return done({LeaseError::kNotHeld, false, "no such lease"});
+  if (r->state != State::kHeld) {
+    Validity v = validity(*r);
+    return done({v.error, false, v.detail});
+  }
   timer_.cancel(r->ttlTimer);
   r->ttlTimer = 0;
   moveTo(*r, State::kReleased);  // not valid from here on, whatever ZooKeeper answers
@@ -568,7 +643,7 @@ void LockEngine::release(LeaseId id, std::function<void(ReleaseOutcome)> done) {
   // A frozen ZooKeeper must not hold the caller: answer at the bound, the delete stays queued.
   auto answer = std::make_shared<std::function<void(ReleaseOutcome)>>(std::move(done));
   auto once = [answer](bool confirmed) {
-    if (auto d = std::exchange(*answer, nullptr)) d({LeaseError::kOk, confirmed});
+    if (auto d = std::exchange(*answer, nullptr)) d({LeaseError::kOk, confirmed, {}});
   };
   uint64_t bound =
       timer_.schedule(timer_.now() + config_.releaseAnswerWait, [once] { once(false); });
@@ -582,34 +657,43 @@ Validity LockEngine::validity(const Request& r) const {
   switch (r.state) {
     case State::kHeld: {
       auto left = std::chrono::duration_cast<Millis>(r.deadline - timer_.now());
-      if (left.count() <= 0) return {LeaseError::kExpired, 0, Millis(0)};
-      if (!guard_->safe()) return {LeaseError::kLost, 0, Millis(0)};
+      if (left.count() <= 0) {
+        return {LeaseError::kExpired, 0, Millis(0), "the TTL ran out before a renew"};
+      }
+      if (!guard_->safe()) {
+        return {LeaseError::kLost, 0, Millis(0),
+                "the sidecar cannot vouch for its ZooKeeper session (session uncertain)"};
+      }
       // Valid while now < min(leaseDeadline, safeUntil).
       return {LeaseError::kOk, static_cast<uint64_t>(r.stat.czxid),
-              std::min(left, guard_->safeFor())};
+              std::min(left, guard_->safeFor()), {}};
     }
     case State::kLost:
       return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost, 0,
-              Millis(0)};
+              Millis(0), std::string("lost: ") + lossReasonName(r.lossReason)};
     case State::kReleased:
-      return {LeaseError::kNotHeld, 0, Millis(0)};
+      return {LeaseError::kNotHeld, 0, Millis(0), "the lease was released"};
     default:
-      return {LeaseError::kNotHeld, 0, Millis(0)};
+      return {LeaseError::kNotHeld, 0, Millis(0), "not granted yet"};
   }
 }
 
 Validity LockEngine::token(LeaseId id) {
   guard_->noticeExpiry();  // a lease lost to a lapse stays lost
   const Request* r = find(id);
-  return r ? validity(*r) : Validity{LeaseError::kNotHeld, 0, Millis(0)};
+  return r ? validity(*r) : Validity{LeaseError::kNotHeld, 0, Millis(0), "no such lease"};
 }
 
 Validity LockEngine::renew(LeaseId id, Millis ttl) {
   guard_->noticeExpiry();
   Request* r = find(id);
-  if (!r) return {LeaseError::kNotHeld, 0, Millis(0)};
+  if (!r) return {LeaseError::kNotHeld, 0, Millis(0), "no such lease"};
   if (ttl.count() == 0) ttl = r->spec.ttl;
-  if (ttl < config_.minTtl || ttl > config_.maxTtl) return {LeaseError::kInvalidArgument};
+  if (ttl < config_.minTtl || ttl > config_.maxTtl) {
+    return {LeaseError::kInvalidArgument, 0, Millis(0),
+            "ttlMs " + std::to_string(ttl.count()) + " outside [" + ms(config_.minTtl) + ", " +
+                ms(config_.maxTtl) + "] (--max-ttl)"};
+  }
   Validity now = validity(*r);
   if (now.error != LeaseError::kOk && r->state == State::kHeld) {
     // The timers have not run yet, but the deadline or safeUntil has passed.
@@ -822,7 +906,8 @@ EngineStatus LockEngine::status() const {
     if (r->state == State::kHeld) {
       ++s.held;
       s.leases.push_back({r->spec.name, static_cast<uint64_t>(r->stat.czxid), r->spec.ownerLabel,
-                          r->spec.clientPid, validity(*r).valid});
+                          r->spec.clientPid, validity(*r).valid, r->spec.clientUid,
+                          r->spec.connection});
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
       ++s.waiting;
     }
@@ -866,7 +951,7 @@ void LockEngine::shutdown(std::function<void()> done) {
         deleteNode(r->node, [finish](bool) { finish(); });
         r->node.clear();
       }
-      fail(*r, LeaseError::kShuttingDown);
+      fail(*r, LeaseError::kShuttingDown, "the sidecar is shutting down");
     }
   }
   finish();

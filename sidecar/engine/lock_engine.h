@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "sidecar/engine/delete_queue.h"
 #include "sidecar/engine/foreign_nodes.h"
 #include "sidecar/engine/lease_types.h"
+#include "sidecar/engine/peer_tally.h"
 #include "sidecar/engine/session_guard.h"
 #include "sidecar/zk/zk_client.h"
 
@@ -30,7 +32,10 @@ struct EngineConfig {
   Millis minTtl{100};
   Millis maxTtl{3'600'000};
   Millis maxWait{3'600'000};
-  size_t maxRequests = 10'000;
+  // Live requests (held or waiting; released and lost ones do not count), 0: unlimited.
+  size_t maxLeases = 10'000;         // the whole sidecar
+  size_t maxLeasesPerPeer = 2'500;   // held + waiting of one uid
+  size_t maxWaitingPerPeer = 1'000;  // waiting of one uid
   size_t maxOwnerLabelBytes = 256;
   // Identifies this sidecar's nodes (`fk<instanceId>-<n>__lock__<seq>`); random per process.
   std::string instanceId;
@@ -80,6 +85,10 @@ class LockEngine {
   using HolderCallback = std::function<void(LeaseError, HolderInfo, std::string detail)>;
   void holder(const std::string& name, HolderCallback done);
   EngineStatus status() const;
+  const EngineConfig& config() const { return config_; }
+  // What the limits count now (live requests only).
+  Counts countsOfPeer(uint32_t uid) const { return tally_.ofPeer(uid); }
+  Counts countsOfConnection(uint64_t connection) const { return tally_.ofConnection(connection); }
   // How long this sidecar can still vouch for its ZooKeeper session.
   Millis safeFor() const { return guard_->safeFor(); }
 
@@ -92,6 +101,7 @@ class LockEngine {
  private:
   struct Request;
   enum class State;
+  static PeerTally::Bucket bucketOf(State state);
 
   // Lifetime rules of the engine's callbacks:
   // - ZooKeeper answers and watches, and retry timers, may run after the engine is gone (the
@@ -151,6 +161,8 @@ class LockEngine {
   void verifyHeldNodes();
 
   Validity validity(const Request& r) const;
+  // Why an acquire must be refused now (limits), or nullopt.
+  std::optional<std::string> overLimit(const AcquireSpec& spec) const;
 
   zk::Client& zk_;
   Timer& timer_;
@@ -159,6 +171,7 @@ class LockEngine {
   LeaseId nextId_ = 1;
   std::map<LeaseId, std::unique_ptr<Request>> requests_;
   std::map<std::string, LeaseId> idByGuid_;
+  PeerTally tally_;
   bool shuttingDown_ = false;
   uint64_t grantsTotal_ = 0;
   std::unique_ptr<SessionGuard> guard_;

@@ -1,30 +1,58 @@
 #include "sidecar/engine/lock_name.h"
 
+#include <cstdio>
+
 namespace fencekeeper::engine {
 
-bool isValidLockName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxLockNameBytes) return false;
+std::string printable(std::string_view bytes, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  if (bytes.size() > max) out += "...";
+  return out;
+}
+
+std::optional<std::string> lockNameProblem(std::string_view name) {
+  if (name.empty()) return "the lock name is empty";
+  if (name.size() > kMaxLockNameBytes) {
+    return "the lock name has " + std::to_string(name.size()) + " bytes, above the maximum " +
+           std::to_string(kMaxLockNameBytes);
+  }
   size_t start = 0;
   while (true) {
     size_t end = name.find('/', start);
     std::string_view segment =
         name.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (segment.empty() || segment == "." || segment == "..") return false;
+    if (segment.empty() || segment == "." || segment == "..") {
+      return "lock name '" + printable(name) + "' has an empty, '.' or '..' segment";
+    }
     // A segment that looks like a queue node would sit in its parent lock's queue as a contender.
     if (segment.find("__lock__") != std::string_view::npos ||
         segment.find("__rlock__") != std::string_view::npos) {
-      return false;
+      return "lock name '" + printable(name) + "' has a segment containing __lock__ or __rlock__";
     }
     for (char c : segment) {
       bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                 c == '.' || c == '_' || c == '-';
-      if (!ok) return false;
+      if (!ok) {
+        return "lock name '" + printable(name) + "' has a byte outside [A-Za-z0-9._-/]: '" +
+               printable(std::string_view(&c, 1)) + "'";
+      }
     }
-    if (end == std::string_view::npos) return true;
+    if (end == std::string_view::npos) return std::nullopt;
     start = end + 1;
   }
 }
 
+bool isValidLockName(std::string_view name) { return !lockNameProblem(name); }
 // Matches kazoo's `(__lock__|__rlock__)(-?\d{10})$`.
 std::optional<QueueNode> parseQueueNode(std::string_view child) {
   constexpr size_t kDigits = 10;

@@ -13,6 +13,12 @@ constexpr size_t kMaxLockNameBytes = 200;
 // `[A-Za-z0-9._-]` segments separated by '/', no empty, "." or ".." segment, at most 200 bytes,
 // and no segment containing "__lock__" or "__rlock__" (it would join its parent lock's queue).
 bool isValidLockName(std::string_view name);
+// What is wrong with `name`, for the caller (nullopt: valid).
+std::optional<std::string> lockNameProblem(std::string_view name);
+
+// `bytes` safe to quote in a log line or an error detail: non-printable bytes as \xNN, at most
+// `max` bytes shown.
+std::string printable(std::string_view bytes, size_t max = 64);
 
 // A child of a lock's node that takes part in the queue: `<guid>__lock__<seq>` (or `__rlock__`,
 // kazoo's read locks), ordered by the 10-digit sequence suffix alone, as kazoo orders them.

@@ -46,6 +46,10 @@ kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> BoundedMessageStream::tryRead
           checkMessage(*m->reader);
         }
         return read;
+      })
+      .catch_([this](kj::Exception&& e) -> kj::Maybe<capnp::MessageReaderAndFds> {
+        failure_ = e.getDescription().cStr();
+        kj::throwFatalException(kj::mv(e));
       });
 }
 

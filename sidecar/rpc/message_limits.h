@@ -10,6 +10,7 @@
 #include <kj/async-io.h>
 
 #include <cstdint>
+#include <string>
 
 namespace fencekeeper::rpc {
 
@@ -42,9 +43,12 @@ class BoundedMessageStream final : public capnp::MessageStream {
   }
   kj::Maybe<int> getSendBufferSize() override { return inner_.getSendBufferSize(); }
   kj::Promise<void> end() override { return inner_.end(); }
+  // Why reading failed (a refused or malformed message, a read error), empty while it has not.
+  const std::string& failure() const { return failure_; }
 
  private:
   capnp::AsyncIoMessageStream inner_;
+  std::string failure_;
 };
 
 }  // namespace fencekeeper::rpc

@@ -3,9 +3,12 @@
 #include <capnp/rpc-twoparty.h>
 #include <spdlog/spdlog.h>
 
+#include <memory>
+
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/rpc/error_mapping.h"
 #include "sidecar/rpc/message_limits.h"
+#include "sidecar/rpc/status_report.h"
 
 namespace fencekeeper::rpc {
 
@@ -25,61 +28,84 @@ Bridge<T> bridge() {
   return {kj::mv(paf.promise), [fulfiller](T value) { (*fulfiller)->fulfill(kj::mv(value)); }};
 }
 
-uint32_t clampMs(Millis ms) {
-  auto count = ms.count();
-  if (count <= 0) return 0;
-  return count > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(count);
-}
-
 // Every byte of a Text: converting through a C string would cut a name short at a NUL.
 std::string textBytes(capnp::Text::Reader text) { return std::string(text.cStr(), text.size()); }
 
-// Who is on the other end of a connection, for logs and status.
-struct Peer {
-  uint64_t connection;
-  int32_t pid = 0;
-  std::string describe() const {
-    return "pid " + std::to_string(pid) + " conn " + std::to_string(connection);
-  }
-};
+using Budget = std::shared_ptr<ConnectionBudget>;
+
+template <typename Context>
+kj::Promise<void> answerRefused(Context& context, const Refusal& no) {
+  auto results = context.getResults();
+  results.setError(toIpc(no.error));
+  results.setDetail(no.detail);
+  return kj::READY_NOW;
+}
+
+// Serves a call the connection's budget admits, counted as unanswered until its promise settles.
+template <typename Context, typename Serve>
+kj::Promise<void> admitted(const Budget& budget, Context& context, Serve serve) {
+  if (auto no = budget->admit()) return answerRefused(context, *no);
+  struct Slot {
+    explicit Slot(Budget b) : budget(std::move(b)), slot(*budget) {}
+    Budget budget;
+    ConnectionBudget::CallSlot slot;
+  };
+  return serve().attach(kj::heap<Slot>(budget));
+}
 
 // One granted lease. Dropping the last reference (client drop, connection close) withdraws it.
 class LeaseImpl final : public ipc::Lease::Server {
  public:
-  LeaseImpl(engine::LockEngine& engine, engine::LeaseId id) : engine_(engine), id_(id) {}
-  ~LeaseImpl() noexcept(false) { engine_.withdraw(id_); }
+  LeaseImpl(engine::LockEngine& engine, engine::LeaseId id, Budget budget)
+      : engine_(engine), id_(id), budget_(std::move(budget)) {
+    budget_->leaseCreated();
+  }
+  ~LeaseImpl() noexcept(false) {
+    budget_->leaseDropped();
+    engine_.withdraw(id_);
+  }
 
   kj::Promise<void> renew(RenewContext context) override {
-    auto v = engine_.renew(id_, Millis(context.getParams().getTtlMs()));
-    auto results = context.getResults();
-    results.setError(toIpc(v.error));
-    results.setValidMs(clampMs(v.valid));
-    return kj::READY_NOW;
+    return admitted(budget_, context, [&] {
+      auto v = engine_.renew(id_, Millis(context.getParams().getTtlMs()));
+      auto results = context.getResults();
+      results.setError(toIpc(v.error));
+      results.setValidMs(clampMs(v.valid));
+      results.setDetail(v.detail);
+      return kj::Promise<void>(kj::READY_NOW);
+    });
   }
 
   kj::Promise<void> token(TokenContext context) override {
-    auto v = engine_.token(id_);
-    auto results = context.getResults();
-    results.setError(toIpc(v.error));
-    results.setToken(v.token);
-    results.setValidMs(clampMs(v.valid));
-    return kj::READY_NOW;
+    return admitted(budget_, context, [&] {
+      auto v = engine_.token(id_);
+      auto results = context.getResults();
+      results.setError(toIpc(v.error));
+      results.setToken(v.token);
+      results.setValidMs(clampMs(v.valid));
+      results.setDetail(v.detail);
+      return kj::Promise<void>(kj::READY_NOW);
+    });
   }
 
   kj::Promise<void> release(ReleaseContext context) override {
     context.allowCancellation();  // the node is deleted all the same; only the answer is dropped
-    auto released = bridge<engine::ReleaseOutcome>();
-    engine_.release(id_, kj::mv(released.callback));
-    return released.promise.then([context](engine::ReleaseOutcome o) mutable {
-      auto results = context.getResults();
-      results.setError(toIpc(o.error));
-      results.setConfirmed(o.confirmed);
+    return admitted(budget_, context, [&] {
+      auto released = bridge<engine::ReleaseOutcome>();
+      engine_.release(id_, kj::mv(released.callback));
+      return released.promise.then([context](engine::ReleaseOutcome o) mutable {
+        auto results = context.getResults();
+        results.setError(toIpc(o.error));
+        results.setConfirmed(o.confirmed);
+        results.setDetail(o.detail);
+      });
     });
   }
 
  private:
   engine::LockEngine& engine_;
   const engine::LeaseId id_;
+  const Budget budget_;
 };
 
 // Withdraws a pending acquire whose call is cancelled (the client gave up or went away).
@@ -95,22 +121,43 @@ struct PendingAcquire {
 
 class SidecarImpl final : public ipc::Sidecar::Server {
  public:
-  SidecarImpl(ServerContext& context, Peer peer, kj::ForkedPromise<void> hangUp)
-      : ctx_(context), peer_(std::move(peer)), hangUp_(kj::mv(hangUp)) {
-    ++ctx_.connections;
-  }
-  ~SidecarImpl() noexcept(false) { --ctx_.connections; }
+  SidecarImpl(ServerContext& context, Budget budget, kj::ForkedPromise<void> hangUp)
+      : ctx_(context), budget_(std::move(budget)), hangUp_(kj::mv(hangUp)) {}
 
   kj::Promise<void> acquire(AcquireContext context) override {
     // Without this a call outlives its client's disconnect (Cap'n Proto 0.9.2) and a dead
     // client's waiter would stay queued.
     context.allowCancellation();
+    return admitted(budget_, context, [&] { return serveAcquire(context); });
+  }
+
+  kj::Promise<void> holder(HolderContext context) override {
+    context.allowCancellation();
+    return admitted(budget_, context, [&] { return serveHolder(context); });
+  }
+
+  kj::Promise<void> status(StatusContext context) override {
+    return admitted(budget_, context, [&] {
+      fillStatus(ctx_, context.getResults().initStatus());
+      return kj::Promise<void>(kj::READY_NOW);
+    });
+  }
+
+ private:
+  kj::Promise<void> serveAcquire(AcquireContext context) {
+    if (auto no = budget_->admitLease()) {
+      budget_->noteRefused(no->detail);
+      return answerRefused(context, *no);
+    }
     auto params = context.getParams();
+    const Peer& peer = budget_->peer();
     engine::AcquireSpec spec;
     spec.name = textBytes(params.getName());
     spec.ownerLabel = textBytes(params.getOwnerLabel());
-    spec.client = peer_.describe();
-    spec.clientPid = peer_.pid;
+    spec.client = peer.describe();
+    spec.clientPid = peer.pid;
+    spec.clientUid = peer.uid;
+    spec.connection = peer.connection;
     spec.ttl = Millis(params.getTtlMs());
     spec.wait = Millis(params.getWaitMs());
     if (params.hasWatcher()) {
@@ -136,10 +183,11 @@ class SidecarImpl final : public ipc::Sidecar::Server {
           auto results = context.getResults();
           results.setError(toIpc(o.error));
           results.setDetail(o.detail);
+          if (o.error == engine::LeaseError::kLimitReached) budget_->noteRefused(o.detail);
           if (o.error != engine::LeaseError::kOk) return;
           results.setToken(o.token);
           results.setValidMs(clampMs(o.valid));
-          results.setLease(kj::heap<LeaseImpl>(ctx_.engine, o.id));
+          results.setLease(kj::heap<LeaseImpl>(ctx_.engine, o.id, budget_));
         })
         .attach(kj::mv(pending))
         // A call pipelined on the lease keeps this call alive past a hang-up (Cap'n Proto 0.9.2
@@ -147,8 +195,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
         .exclusiveJoin(hangUp_.addBranch());
   }
 
-  kj::Promise<void> holder(HolderContext context) override {
-    context.allowCancellation();
+  kj::Promise<void> serveHolder(HolderContext context) {
     struct Answer {
       engine::LeaseError error;
       engine::HolderInfo info;
@@ -177,60 +224,80 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     });
   }
 
-  kj::Promise<void> status(StatusContext context) override {
-    auto s = ctx_.engine.status();
-    auto out = context.getResults().initStatus();
-    out.setZkState(zk::sessionStateName(ctx_.zk.sessionState()));
-    char session[24];
-    std::snprintf(session, sizeof session, "0x%llx",
-                  static_cast<unsigned long long>(ctx_.zk.sessionId()));
-    out.setSessionId(session);
-    out.setSessionTimeoutMs(static_cast<uint32_t>(std::max(0, ctx_.zk.negotiatedTimeoutMs())));
-    out.setSafeForMs(clampMs(ctx_.engine.safeFor()));
-    out.setLeasesHeld(s.held);
-    out.setWaiters(s.waiting);
-    out.setConnections(ctx_.connections);
-    out.setUptimeMs(static_cast<uint64_t>(
-        std::chrono::duration_cast<Millis>(ctx_.timer.now() - ctx_.startedAt).count()));
-    out.setGrantsTotal(s.grantsTotal);
-    out.setRoot(ctx_.root);
-    out.setPendingDeletes(s.pendingDeletes);
-    out.setDroppedDeletes(s.droppedDeletes);
-    if (auto* accept = ctx_.acceptLoop) {
-      out.setAccepting(accept->accepting());
-      out.setAcceptFailures(accept->failures());
-    }
-    auto leases = out.initLeases(static_cast<unsigned>(s.leases.size()));
-    for (unsigned i = 0; i < s.leases.size(); ++i) {
-      leases[i].setName(s.leases[i].name);
-      leases[i].setToken(s.leases[i].token);
-      leases[i].setOwnerLabel(s.leases[i].ownerLabel);
-      leases[i].setClientPid(s.leases[i].clientPid);
-      leases[i].setValidMs(clampMs(s.leases[i].valid));
-    }
-    auto foreign = out.initForeignNodes(static_cast<unsigned>(s.foreignNodes.size()));
-    for (unsigned i = 0; i < s.foreignNodes.size(); ++i) foreign.set(i, s.foreignNodes[i]);
-    return kj::READY_NOW;
-  }
-
- private:
   ServerContext& ctx_;
-  const Peer peer_;
+  const Budget budget_;
   kj::ForkedPromise<void> hangUp_;  // resolves when the connection closed
 };
 
-// One client connection: its stream, network and RPC system, alive until the peer disconnects.
+// The bootstrap of a connection the sidecar will not serve (allow-list, too many connections of
+// one uid): every call answers why, and the connection closes soon after.
+class RefusingSidecar final : public ipc::Sidecar::Server {
+ public:
+  RefusingSidecar(Refusal why, Budget budget, Timer& timer)
+      : why_(std::move(why)), budget_(std::move(budget)), timer_(timer) {
+    closeAfter(kGrace);
+  }
+
+  kj::Promise<void> acquire(AcquireContext context) override { return refuse(context); }
+  kj::Promise<void> holder(HolderContext context) override { return refuse(context); }
+  kj::Promise<void> status(StatusContext context) override { return refuse(context); }
+
+ private:
+  // Long enough for the answer to be written, short enough that refused peers cost no fds.
+  static constexpr Millis kAnswered{100};
+  static constexpr Millis kGrace{2'000};
+
+  template <typename Context>
+  kj::Promise<void> refuse(Context& context) {
+    ++refused_;
+    if (refused_ == 1) closeAfter(kAnswered);
+    return answerRefused(context, why_);
+  }
+  void closeAfter(Millis delay) {
+    std::weak_ptr<ConnectionBudget> budget = budget_;
+    timer_.schedule(timer_.now() + delay, [budget, why = why_.detail] {
+      if (auto b = budget.lock()) b->close("refused: " + why);
+    });
+  }
+
+  const Refusal why_;
+  const Budget budget_;
+  Timer& timer_;
+  uint32_t refused_ = 0;
+};
+
+// One client connection: its stream, network and RPC system, alive until the peer disconnects
+// or the sidecar closes it. Counted in the context from construction to destruction.
 struct Connection {
+  struct Registration {
+    Registration(ServerContext& c, const Budget& b) : ctx(c), budget(b) {
+      ctx.live.emplace(b->peer().connection, b.get());
+      ++ctx.connectionsByUid[b->peer().uid];
+    }
+    ~Registration() {
+      ctx.live.erase(budget->peer().connection);
+      auto it = ctx.connectionsByUid.find(budget->peer().uid);
+      if (--it->second == 0) ctx.connectionsByUid.erase(it);
+    }
+    ServerContext& ctx;
+    Budget budget;
+  };
+
+  Registration registration;  // first: it goes last, after every lease of the connection
   kj::Own<kj::AsyncIoStream> stream;
   BoundedMessageStream messages;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpcSystem;
 
-  Connection(kj::Own<kj::AsyncIoStream> s, capnp::Capability::Client bootstrap)
-      : stream(kj::mv(s)),
+  Connection(ServerContext& context, const Budget& budget, kj::Own<kj::AsyncIoStream> s,
+             capnp::Capability::Client bootstrap)
+      : registration(context, budget),
+        stream(kj::mv(s)),
         messages(*stream),
         network(messages, capnp::rpc::twoparty::Side::SERVER, clientReaderOptions()),
-        rpcSystem(capnp::makeRpcServer(network, kj::mv(bootstrap))) {}
+        rpcSystem(capnp::makeRpcServer(network, kj::mv(bootstrap))) {
+    budget->attach(network);
+  }
 };
 
 }  // namespace
@@ -246,24 +313,49 @@ RpcListener::RpcListener(ServerContext& context, kj::Own<kj::ConnectionReceiver>
 
 RpcListener::~RpcListener() noexcept(false) { context_.acceptLoop = nullptr; }
 
-void RpcListener::serve(kj::AuthenticatedStream stream) {
-  Peer peer{nextConnection_++};
-  KJ_IF_MAYBE (local, kj::dynamicDowncastIfAvailable<kj::LocalPeerIdentity>(*stream.peerIdentity)) {
-    KJ_IF_MAYBE (pid, local->getCredentials().pid) {
-      peer.pid = *pid;
-    }
+std::optional<Refusal> RpcListener::refusalOf(const Peer& peer) const {
+  std::string denied = context_.allow.refusal(peer);
+  if (!denied.empty()) return Refusal{engine::LeaseError::kPermissionDenied, denied};
+  uint32_t max = context_.limits.maxConnectionsPerPeer;
+  auto open = context_.connectionsByUid.find(peer.uid);
+  if (max && open != context_.connectionsByUid.end() && open->second >= max) {
+    return Refusal{engine::LeaseError::kLimitReached,
+                   "uid " + std::to_string(peer.uid) + " has " + std::to_string(open->second) +
+                       " connections open, its limit (" + std::to_string(max) +
+                       "): close some, or raise --max-connections"};
   }
-  spdlog::debug("connection {} from pid {}", peer.connection, peer.pid);
+  return std::nullopt;
+}
+
+void RpcListener::serve(kj::AuthenticatedStream stream) {
+  Peer peer = readPeer(nextConnection_++, *stream.stream);
+  auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refusedTotal);
+  capnp::Capability::Client bootstrap = nullptr;
   auto hangUp = kj::newPromiseAndFulfiller<void>();
-  auto connection = kj::heap<Connection>(
-      kj::mv(stream.stream), kj::heap<SidecarImpl>(context_, peer, hangUp.promise.fork()));
-  auto disconnected = connection->network.onDisconnect();
-  uint64_t id = peer.connection;
-  connections_.add(disconnected.attach(kj::mv(connection))
-                       .then([id, hungUp = kj::mv(hangUp.fulfiller)]() mutable {
-                         spdlog::debug("connection {} closed", id);
-                         hungUp->fulfill();
-                       }));
+  if (auto refused = refusalOf(peer)) {
+    // The audit line of a refused peer; the connection answers why, then closes.
+    spdlog::warn("refused connection {} gid {}: {}", peer.describe(), peer.gid, refused->detail);
+    ++context_.refusedTotal;
+    bootstrap = kj::heap<RefusingSidecar>(*refused, budget, context_.timer);
+  } else {
+    spdlog::info("connection {} gid {} opened", peer.describe(), peer.gid);
+    bootstrap = kj::heap<SidecarImpl>(context_, budget, hangUp.promise.fork());
+  }
+  auto connection =
+      kj::heap<Connection>(context_, budget, kj::mv(stream.stream), kj::mv(bootstrap));
+  auto& messages = connection->messages;
+  auto ended = connection->network.onDisconnect().exclusiveJoin(budget->whenClosed());
+  connections_.add(
+      ended.then([&messages, budget]() -> std::string {
+             if (!budget->closeReason().empty()) return budget->closeReason();
+             if (!messages.failure().empty()) return "malformed message: " + messages.failure();
+             return "peer closed";
+           })
+          .attach(kj::mv(connection))
+          .then([budget, hungUp = kj::mv(hangUp.fulfiller)](std::string reason) mutable {
+            spdlog::info("connection {} closed: {}", budget->peer().describe(), reason);
+            hungUp->fulfill();
+          }));
 }
 
 void RpcListener::taskFailed(kj::Exception&& e) {

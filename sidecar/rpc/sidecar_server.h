@@ -6,24 +6,34 @@
 #include <kj/async-io.h>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "sidecar/common/clock.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/rpc/accept_loop.h"
+#include "sidecar/rpc/connection_budget.h"
+#include "sidecar/rpc/peer.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::rpc {
 
-// What the status() call reports besides the engine's own numbers.
+// What the connections share: the engine, the limits, and what status() reports besides the
+// engine's own numbers.
 struct ServerContext {
   engine::LockEngine& engine;
   zk::Client& zk;
   Timer& timer;
   std::string root;
   TimePoint startedAt;
-  uint32_t connections = 0;
+  ConnectionLimits limits{};
+  AllowList allow{};
   const AcceptLoop* acceptLoop = nullptr;  // set by the listener, for Status.accepting
+  // Kept by the connections themselves.
+  std::map<uint64_t, const ConnectionBudget*> live{};
+  std::map<uint32_t, uint32_t> connectionsByUid{};
+  uint64_t refusedTotal = 0;
 };
 
 // Accepts connections on a listening Unix socket and serves each with its own two-party RPC
@@ -37,6 +47,8 @@ class RpcListener final : private kj::TaskSet::ErrorHandler {
 
  private:
   void serve(kj::AuthenticatedStream stream);
+  // Why a new connection of `peer` is not served (allow-list, connections of its uid), if so.
+  std::optional<Refusal> refusalOf(const Peer& peer) const;
   void taskFailed(kj::Exception&& exception) override;
 
   ServerContext& context_;

@@ -116,7 +116,7 @@ void SidecarUnderTest::disconnectAndCheckNothingLeft() {
   auto status = engine_.status();
   FK_FUZZ_CHECK(status.held == 0, std::to_string(status.held) + " leases held");
   FK_FUZZ_CHECK(status.waiting == 0, std::to_string(status.waiting) + " requests waiting");
-  FK_FUZZ_CHECK(context_.connections == 0, std::to_string(context_.connections) + " connections");
+  FK_FUZZ_CHECK(context_.live.empty(), std::to_string(context_.live.size()) + " connections");
   checkNoNodesUnder("/fencekeeper/locks");
 }
 

@@ -1,0 +1,70 @@
+#include "sidecar/rpc/connection_budget.h"
+
+#include <spdlog/spdlog.h>
+
+namespace fencekeeper::rpc {
+
+namespace {
+// A flood must not flood the log: the first few refusals of a connection are logged, then its
+// count is logged when it closes.
+constexpr uint64_t kLoggedRefusals = 3;
+}  // namespace
+
+ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits,
+                                   uint64_t& refusedTotal)
+    : peer_(std::move(peer)), limits_(limits), refusedTotal_(refusedTotal) {
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  closer_ = kj::mv(paf.fulfiller);
+  closed_ = kj::mv(paf.promise);
+}
+
+void ConnectionBudget::close(const std::string& reason) {
+  if (!closeReason_.empty()) return;
+  closeReason_ = reason;
+  spdlog::warn("closing connection {}: {}", peer_.describe(), reason);
+  closer_->fulfill();
+}
+
+std::optional<Refusal> ConnectionBudget::admit() {
+  if (!closeReason_.empty()) return Refusal{engine::LeaseError::kLimitReached, closeReason_};
+  uint64_t queued = queuedReplyBytes();
+  if (limits_.maxQueuedReplyBytes && queued > limits_.maxQueuedReplyBytes) {
+    std::string why = std::to_string(queued) + " bytes of replies not read by the peer, above " +
+                      std::to_string(limits_.maxQueuedReplyBytes) +
+                      " (--max-queued-reply-bytes)";
+    noteRefused(why);
+    close(why);
+    return Refusal{engine::LeaseError::kLimitReached, why};
+  }
+  if (limits_.maxCallsPerConnection && calls_ >= limits_.maxCallsPerConnection) {
+    std::string why = std::to_string(calls_) + " calls of this connection unanswered, its limit (" +
+                      std::to_string(limits_.maxCallsPerConnection) +
+                      "): wait for answers, or raise --max-calls-per-connection";
+    noteRefused(why);
+    return Refusal{engine::LeaseError::kLimitReached, why};
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> ConnectionBudget::admitLease() const {
+  if (limits_.maxLeaseCapabilities && leaseCapabilities_ >= limits_.maxLeaseCapabilities) {
+    return Refusal{engine::LeaseError::kLimitReached,
+                   "this connection keeps " + std::to_string(leaseCapabilities_) +
+                       " lease capabilities, its limit (" +
+                       std::to_string(limits_.maxLeaseCapabilities) +
+                       ", twice --max-leases-per-peer): drop the Lease objects of released "
+                       "or lost leases"};
+  }
+  return std::nullopt;
+}
+
+void ConnectionBudget::noteRefused(const std::string& detail) {
+  ++refusedTotal_;
+  if (++refusals_ <= kLoggedRefusals) {
+    spdlog::warn("refused a call of {}: {}", peer_.describe(), detail);
+  } else if (refusals_ == kLoggedRefusals + 1) {
+    spdlog::warn("refusing more calls of {}; counted in status refusedTotal", peer_.describe());
+  }
+}
+
+}  // namespace fencekeeper::rpc

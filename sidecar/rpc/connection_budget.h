@@ -1,0 +1,74 @@
+// What one lease-socket connection may cost the sidecar: unanswered calls, replies written but
+// not read by the peer, lease capabilities kept. A call over a bound is refused (limitReached
+// with a detail naming the limit); a connection whose peer stops reading its replies is closed,
+// since every further answer, a refusal included, would queue more.
+#pragma once
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sidecar/engine/lease_types.h"
+#include "sidecar/rpc/peer.h"
+
+namespace fencekeeper::rpc {
+
+struct ConnectionLimits {
+  uint32_t maxConnectionsPerPeer = 128;     // --max-connections (per uid)
+  uint32_t maxCallsPerConnection = 256;     // --max-calls-per-connection (unanswered)
+  uint64_t maxQueuedReplyBytes = 4 << 20;   // --max-queued-reply-bytes
+  uint32_t maxLeaseCapabilities = 5'000;    // kept by one connection, released ones included
+};
+
+struct Refusal {
+  engine::LeaseError error;
+  std::string detail;
+};
+
+class ConnectionBudget {
+ public:
+  ConnectionBudget(Peer peer, const ConnectionLimits& limits, uint64_t& refusedTotal);
+
+  // Set once the connection's network exists (it reports the queued reply bytes).
+  void attach(capnp::TwoPartyVatNetwork& network) { network_ = &network; }
+  // Resolves when the connection is to be closed by the sidecar; the reason was logged.
+  kj::Promise<void> whenClosed() { return kj::mv(closed_); }
+  void close(const std::string& reason);
+  const std::string& closeReason() const { return closeReason_; }
+
+  // Counts one call for its lifetime (attach it to the call's promise).
+  struct CallSlot {
+    explicit CallSlot(ConnectionBudget& b) : budget(b) { ++budget.calls_; }
+    ~CallSlot() { --budget.calls_; }
+    ConnectionBudget& budget;
+  };
+  // Says why a call is refused now, or nullopt: admitted (then hold a CallSlot while it runs).
+  std::optional<Refusal> admit();
+  // Admits one more lease capability to hand out, or says why not.
+  std::optional<Refusal> admitLease() const;
+  void leaseCreated() { ++leaseCapabilities_; }
+  void leaseDropped() { --leaseCapabilities_; }
+  // Logs a refusal at most once per connection and reason kind; counts them all.
+  void noteRefused(const std::string& detail);
+
+  const Peer& peer() const { return peer_; }
+  uint32_t callsInFlight() const { return calls_; }
+  uint64_t queuedReplyBytes() const { return network_ ? network_->getCurrentQueueSize() : 0; }
+
+ private:
+  const Peer peer_;
+  const ConnectionLimits& limits_;
+  uint64_t& refusedTotal_;
+  capnp::TwoPartyVatNetwork* network_ = nullptr;
+  kj::Own<kj::PromiseFulfiller<void>> closer_;
+  kj::Promise<void> closed_ = nullptr;
+  std::string closeReason_;
+  uint32_t calls_ = 0;
+  uint32_t leaseCapabilities_ = 0;
+  uint64_t refusals_ = 0;
+};
+
+}  // namespace fencekeeper::rpc
