@@ -213,8 +213,10 @@ TEST_F(FloodTest, FdExhaustionLeavesAnotherConnectionsLeaseAloneAndAcceptingResu
   limit.rlim_cur = limit.rlim_max = openFds(pid) + 32;
   ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0) << std::strerror(errno);
   floodAndHold("connections");
-  EXPECT_NE(cluster.sidecar(0).log().find("accept() failed"), std::string::npos)
+  auto log = cluster.sidecar(0).log();
+  EXPECT_NE(log.find("accept() failed"), std::string::npos)
       << "the flood did not exhaust the sidecar's fds";
+  EXPECT_NE(log.find("accepting again after"), std::string::npos);
 }
 
 // (f) Random bytes, and random words behind a valid segment table, on connection after connection.
