@@ -219,6 +219,11 @@ TEST_F(FloodTest, FdExhaustionLeavesAnotherConnectionsLeaseAloneAndAcceptingResu
   EXPECT_NE(log.find("accepting again after"), std::string::npos);
 }
 
+// (e) Defect 5: holder() calls on the held lock and 100 others, 20,000 in flight.
+TEST_F(FloodTest, HolderQueriesLeaveAnotherConnectionsLeaseAlone) {
+  floodAndHold("holder", {"--inflight", "20000"});
+}
+
 // (f) Random bytes, and random words behind a valid segment table, on connection after connection.
 TEST_F(FloodTest, GarbageFramesLeaveAnotherConnectionsLeaseAlone) { floodAndHold("garbage"); }
 
