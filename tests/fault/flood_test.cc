@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -19,6 +20,7 @@
 
 #include "fencekeeper/client.h"
 #include "tests/support/loss_recorder.h"
+#include "tests/support/raw_rpc_socket.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 
@@ -112,7 +114,9 @@ class FloodTest : public ::testing::Test {
 
   // Runs fk-flood MODE for FK_FLOOD_SECONDS with the holder and the observer sampling, then checks
   // that the holder kept its lease and that a new client is served.
-  void floodAndHold(const std::string& mode, std::vector<std::string> extraArgs = {}) {
+  // `during` runs on the observer's thread every 200 ms while the flood lasts.
+  void floodAndHold(const std::string& mode, std::vector<std::string> extraArgs = {},
+                    std::function<void()> during = {}) {
     ASSERT_TRUE(lease);
     int seconds = floodSeconds();
     std::atomic<bool> done{false}, runaway{false};
@@ -135,6 +139,7 @@ class FloodTest : public ::testing::Test {
           }
           seen.maxRssKiB = std::max(seen.maxRssKiB, rssKiB(sidecarPid));
           if (seen.maxRssKiB > kRunawayRssKiB) runaway = true;
+          if (during) during();
         }
         std::this_thread::sleep_for(milliseconds(20));
       }
@@ -222,7 +227,16 @@ TEST_F(FloodTest, FdExhaustionLeavesAnotherConnectionsLeaseAloneAndAcceptingResu
   rlimit limit{};
   limit.rlim_cur = limit.rlim_max = openFds(pid) + 32;
   ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0) << std::strerror(errno);
-  floodAndHold("connections");
+  rpcframes::RawStatusReader status(cluster.socket(0));
+  EXPECT_TRUE(status.read().accepting);
+  std::atomic<bool> sawRefusal{false};
+  floodAndHold("connections", {}, [&] {
+    if (!status.read().accepting) sawRefusal = true;
+  });
+  EXPECT_TRUE(sawRefusal) << "status never showed accepting false";
+  auto after = status.read();
+  EXPECT_TRUE(after.accepting);
+  EXPECT_GT(after.acceptFailures, 0u);
   auto log = cluster.sidecar(0).log();
   EXPECT_NE(log.find("accept() failed"), std::string::npos)
       << "the flood did not exhaust the sidecar's fds";
