@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <thread>
@@ -19,6 +20,7 @@
 
 #include "fencekeeper/client.h"
 #include "tests/support/loss_recorder.h"
+#include "tests/support/raw_rpc_socket.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 
@@ -30,6 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kHeldLock = "flood-held";
 constexpr milliseconds kQuarterSession{1000};  // Q, with the 4 s session timeout below
+constexpr long kRunawayRssKiB = 1024 * 1024;
 
 int floodSeconds() {
   const char* env = std::getenv("FK_FLOOD_SECONDS");
@@ -111,10 +114,12 @@ class FloodTest : public ::testing::Test {
 
   // Runs fk-flood MODE for FK_FLOOD_SECONDS with the holder and the observer sampling, then checks
   // that the holder kept its lease and that a new client is served.
-  void floodAndHold(const std::string& mode, std::vector<std::string> extraArgs = {}) {
+  // `during` runs on the observer's thread every 200 ms while the flood lasts.
+  void floodAndHold(const std::string& mode, std::vector<std::string> extraArgs = {},
+                    std::function<void()> during = {}) {
     ASSERT_TRUE(lease);
     int seconds = floodSeconds();
-    std::atomic<bool> done{false};
+    std::atomic<bool> done{false}, runaway{false};
     Observed seen;
     pid_t sidecarPid = cluster.sidecar(0).pid();
     std::thread observer([&] {
@@ -133,6 +138,8 @@ class FloodTest : public ::testing::Test {
             seen.minSafeForMs = std::min(seen.minSafeForMs, s.safeForMs);
           }
           seen.maxRssKiB = std::max(seen.maxRssKiB, rssKiB(sidecarPid));
+          if (seen.maxRssKiB > kRunawayRssKiB) runaway = true;
+          if (during) during();
         }
         std::this_thread::sleep_for(milliseconds(20));
       }
@@ -143,10 +150,18 @@ class FloodTest : public ::testing::Test {
                                   kHeldLock};
     argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
     ChildProcess flood(argv, cluster.newLogPath("flood-" + mode));
-    int exitStatus = flood.wait(milliseconds((seconds + 60) * 1000));
+    // A sidecar that grows without bound would take the machine down with it: stop the flood.
+    int exitStatus = -1;
+    auto floodEnds = Clock::now() + std::chrono::seconds(seconds + 60);
+    while (Clock::now() < floodEnds && !runaway) {
+      if ((exitStatus = flood.wait(milliseconds(100))) != -1) break;
+    }
     done = true;
     observer.join();
-    EXPECT_EQ(exitStatus, 0) << flood.log();
+    EXPECT_FALSE(runaway) << "flood stopped: the sidecar's RSS passed " << kRunawayRssKiB << " KiB";
+    if (!runaway) {
+      EXPECT_EQ(exitStatus, 0) << flood.log();
+    }
     auto heartbeats = heartbeatsIn(cluster.sidecar(0).log().substr(logBefore));
     std::string counts = flood.log();
     while (!counts.empty() && counts.back() == '\n') counts.pop_back();
@@ -212,9 +227,25 @@ TEST_F(FloodTest, FdExhaustionLeavesAnotherConnectionsLeaseAloneAndAcceptingResu
   rlimit limit{};
   limit.rlim_cur = limit.rlim_max = openFds(pid) + 32;
   ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0) << std::strerror(errno);
-  floodAndHold("connections");
-  EXPECT_NE(cluster.sidecar(0).log().find("accept() failed"), std::string::npos)
+  rpcframes::RawStatusReader status(cluster.socket(0));
+  EXPECT_TRUE(status.read().accepting);
+  std::atomic<bool> sawRefusal{false};
+  floodAndHold("connections", {}, [&] {
+    if (!status.read().accepting) sawRefusal = true;
+  });
+  EXPECT_TRUE(sawRefusal) << "status never showed accepting false";
+  auto after = status.read();
+  EXPECT_TRUE(after.accepting);
+  EXPECT_GT(after.acceptFailures, 0u);
+  auto log = cluster.sidecar(0).log();
+  EXPECT_NE(log.find("accept() failed"), std::string::npos)
       << "the flood did not exhaust the sidecar's fds";
+  EXPECT_NE(log.find("accepting again after"), std::string::npos);
+}
+
+// (e) Defect 5: holder() calls on the held lock and 100 others, 20,000 in flight.
+TEST_F(FloodTest, HolderQueriesLeaveAnotherConnectionsLeaseAlone) {
+  floodAndHold("holder", {"--inflight", "20000"});
 }
 
 // (f) Random bytes, and random words behind a valid segment table, on connection after connection.

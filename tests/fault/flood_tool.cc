@@ -9,11 +9,9 @@
 // valid segment table). A connection the sidecar closes is opened again. Prints one summary line at
 // the end.
 #include <capnp/serialize.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/rpc_frames.h"
+#include "tests/support/raw_rpc_socket.h"
 
 using namespace fencekeeper::rpcframes;
 using Clock = std::chrono::steady_clock;
@@ -44,40 +42,6 @@ struct Options {
 struct Counters {
   std::atomic<uint64_t> sent{0}, replies{0}, connects{0}, closedBySidecar{0};
 };
-
-int dial(const std::string& path, bool nonBlocking = false) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonBlocking ? SOCK_NONBLOCK : 0), 0);
-  if (fd < 0) return -1;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Writes all of `bytes`; false when the sidecar closed the connection or `deadline` passed.
-bool writeAll(int fd, const void* bytes, size_t size, Clock::time_point deadline) {
-  auto* p = static_cast<const char*>(bytes);
-  while (size > 0) {
-    ssize_t n = send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      p += n;
-      size -= static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
-    if (Clock::now() >= deadline) return false;
-    pollfd pfd{fd, POLLOUT, 0};
-    poll(&pfd, 1, 100);
-  }
-  return true;
-}
-bool writeFrame(int fd, const Frame& frame, Clock::time_point deadline) {
-  return writeAll(fd, frame.begin(), frame.size() * sizeof(capnp::word), deadline);
-}
 
 // One connection that pipelines calls from `next` with at most `inflight` unanswered, reads
 // every reply and finishes it (keeping any capability in it), until the sidecar closes it.
