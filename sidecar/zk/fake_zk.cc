@@ -149,6 +149,11 @@ void FakeZkServer::expireSession(FakeZkClient& client) {
 
 void FakeZkServer::removeExternally(const std::string& path) { doRemove(path); }
 
+void FakeZkServer::setAclExternally(const std::string& path, std::vector<Acl> acl) {
+  auto it = nodes_.find(path);
+  if (it != nodes_.end()) it->second.acl = std::move(acl);
+}
+
 void FakeZkServer::reapEmptyContainers() {
   std::vector<std::string> reap;
   for (auto& [path, node] : nodes_) {

@@ -72,6 +72,8 @@ class FakeZkServer {
   void expireSession(FakeZkClient& client);
   // Deletes a node as another client would (fires watches).
   void removeExternally(const std::string& path);
+  // Sets a node's ACL as an administrator would.
+  void setAclExternally(const std::string& path, std::vector<Acl> acl);
   // Deletes every empty container node that has had children, as the server's reaper does.
   void reapEmptyContainers();
   // Creates a node as another session would (e.g. a kazoo contender); ephemeral nodes belong to

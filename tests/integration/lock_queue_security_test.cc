@@ -178,6 +178,25 @@ TYPED_TEST(LockQueueSecurityTest, APlantedNodeIsForeignAndTheWaiterWaitsUntilItI
   EXPECT_FALSE(this->holder(a, "p").info.foreign);
 }
 
+// A queue entry this session may not read cannot be watched: the waiter looks again every second
+// and is granted once the entry is gone.
+TYPED_TEST(LockQueueSecurityTest, AnUnreadablePredecessorIsWaitedBehindAndLookedAtAgain) {
+  this->makeOpenParents("u");
+  std::string hidden = this->env.create(this->lock("u") + "/0a1b2c__lock__", "secret",
+                                        zk::CreateMode::kEphemeralSequential);
+  ASSERT_FALSE(hidden.empty());
+  // Its ACL: all rights for another identity only (the hash is no real one: nobody matches it).
+  this->env.setAcl(hidden, {zk::Acl{"digest", "someone:nobody", zk::kPermAll}});
+  typename TestFixture::Side a(this->env, "aaaa", std::nullopt);
+  auto waiter = this->request(a, "u");
+  ASSERT_TRUE(this->env.until([&] { return this->queue("u").size() == 2u; }));
+  this->env.pass(Millis(1'500));  // at least one look again
+  EXPECT_FALSE(waiter->outcome.has_value()) << "skipped the unreadable entry";
+  EXPECT_EQ(this->holder(a, "u").error, LeaseError::kPermissionDenied);
+  this->env.remove(hidden);  // its parent lets anyone delete it
+  ASSERT_TRUE(this->env.until([&] { return waiter->granted(); }, Millis(5'000)));
+}
+
 // A kazoo contender (ephemeral, another session) is an ordinary queue entry.
 TYPED_TEST(LockQueueSecurityTest, AKazooContenderIsNotForeign) {
   this->makeOpenParents("k");

@@ -154,6 +154,14 @@ TEST(ZkAuth, TheChrootOfTheConnectStringIsHonoured) {
   EXPECT_TRUE(info.held && info.thisSidecar);
   EXPECT_EQ(info.token, lease->token());
   EXPECT_FALSE(zk.remove(node));
+
+  // A chroot that does not exist is said at start: the sidecar cannot create it.
+  size_t missing =
+      cluster.startSidecar(withAuth(authFile(cluster), cluster.zk().connectString() + "/nowhere"));
+  ASSERT_TRUE(waitUntil([&] {
+    return cluster.sidecar(missing).log().find("the chroot /nowhere of --zk does not exist") !=
+           std::string::npos;
+  }));
 }
 
 // Without credentials (open ACLs), a persistent node planted in a queue blocks the lock: holder

@@ -249,6 +249,7 @@ TYPED_TEST(ZkConformanceTest, DisconnectFailsRequestsInFlightAndTheSessionLivesO
   EXPECT_EQ(*held, Code::kConnectionLoss);
   EXPECT_EQ(faults.sessionState(), SessionState::kConnecting);
   EXPECT_EQ(this->get(faults, "/").code, Code::kConnectionLoss);
+  EXPECT_EQ(this->acl(faults, "/").code, Code::kConnectionLoss);
   faults.unstall();
   faults.reconnect();
   ASSERT_TRUE(
@@ -327,9 +328,10 @@ TYPED_TEST(ZkConformanceTest, NodesOfACredentialedClientAreItsOwnAndReadableByAl
   EXPECT_EQ(this->remove(*stranger, node.path), Code::kNoAuth);
   EXPECT_EQ(this->create(*stranger, this->path("/owned/x"), CreateMode::kPersistent).code,
             Code::kNoAuth);
-  EXPECT_EQ(this->create(*stranger, this->path("/owned/q__lock__"), CreateMode::kEphemeralSequential)
-                .code,
-            Code::kNoAuth);
+  EXPECT_EQ(
+      this->create(*stranger, this->path("/owned/q__lock__"), CreateMode::kEphemeralSequential)
+          .code,
+      Code::kNoAuth);
   EXPECT_EQ(this->get(*stranger, node.path).data, "me");
   EXPECT_EQ(this->children(*stranger, this->path("/owned")).children.size(), 1u);
   EXPECT_TRUE(this->env.exists(node.path));

@@ -82,6 +82,10 @@ std::string FakeBackend::create(const std::string& path, const std::string& data
   return server_.createExternally(path, data, mode);
 }
 
+void FakeBackend::setAcl(const std::string& path, const std::vector<zk::Acl>& acl) {
+  server_.setAclExternally(path, acl);
+}
+
 // ---- real ------------------------------------------------------------------------------------
 
 devzk::ZkServerProcess* RealBackend::server_ = nullptr;
@@ -239,6 +243,16 @@ std::string RealBackend::create(const std::string& path, const std::string& data
   int rc = zoo_create(other_, path.c_str(), data.data(), static_cast<int>(data.size()),
                       &ZOO_OPEN_ACL_UNSAFE, flags, created, sizeof created);
   return rc == ZOK ? std::string(created) : std::string();
+}
+
+void RealBackend::setAcl(const std::string& path, const std::vector<zk::Acl>& acl) {
+  std::vector<::ACL> entries;
+  for (auto& a : acl) {
+    entries.push_back(
+        {a.perms, {const_cast<char*>(a.scheme.c_str()), const_cast<char*>(a.id.c_str())}});
+  }
+  ::ACL_vector vector{static_cast<int32_t>(entries.size()), entries.data()};
+  zoo_set_acl(other_, path.c_str(), -1, &vector);
 }
 
 }  // namespace fencekeeper::testing

@@ -60,6 +60,8 @@ class FakeBackend {
   void remove(const std::string& path);
   // Returns the created path. kEphemeralSequential nodes belong to a session no test client has.
   std::string create(const std::string& path, const std::string& data, zk::CreateMode mode);
+  // Sets the ACL of a node whose ACL lets anyone administer it.
+  void setAcl(const std::string& path, const std::vector<zk::Acl>& acl);
 
  private:
   ManualExecutor executor_;
@@ -96,6 +98,7 @@ class RealBackend {
   zk::Stat stat(const std::string& path);
   void remove(const std::string& path);
   std::string create(const std::string& path, const std::string& data, zk::CreateMode mode);
+  void setAcl(const std::string& path, const std::vector<zk::Acl>& acl);
 
  private:
   // Posted from the C client's threads, run on the test's thread.
