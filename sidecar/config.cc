@@ -56,8 +56,10 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
   --max-waiting-per-peer N  acquires one uid has waiting (default 1000)
   --max-calls-per-connection N  unanswered calls of one connection (default 256)
   --max-leases N         leases held or waited for on this sidecar (default 10000)
-  --max-queued-reply-bytes N  replies written to one connection and not read by its
-                         peer (default 4194304); above it the connection is closed
+  --max-queued-reply-bytes N  bytes of replies to one connection its peer has not
+                         read (default 1048576); above it the connection is closed
+  --max-queued-replies N  replies to one connection its peer has not read (default
+                         256; each holds 8 KiB or more); above it the connection is closed
   --allow-uid UID[,UID...]  only these uids may use the socket (repeatable; with
                          --allow-gid, a peer in either list is allowed); others get
                          permissionDenied and an audit line
@@ -105,6 +107,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxCallsPerConnection,
     kMaxLeases,
     kMaxQueuedReplyBytes,
+    kMaxQueuedReplies,
     kAllowUid,
     kAllowGid,
     kHelp,
@@ -130,6 +133,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-calls-per-connection", required_argument, nullptr, kMaxCallsPerConnection},
       {"max-leases", required_argument, nullptr, kMaxLeases},
       {"max-queued-reply-bytes", required_argument, nullptr, kMaxQueuedReplyBytes},
+      {"max-queued-replies", required_argument, nullptr, kMaxQueuedReplies},
       {"allow-uid", required_argument, nullptr, kAllowUid},
       {"allow-gid", required_argument, nullptr, kAllowGid},
       {"help", no_argument, nullptr, kHelp},
@@ -248,6 +252,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
         break;
       case kMaxQueuedReplyBytes:
         if (!count(c.limits.maxQueuedReplyBytes, UINT64_MAX)) return badCount();
+        break;
+      case kMaxQueuedReplies:
+        if (!count(c.limits.maxQueuedReplies, UINT32_MAX)) return badCount();
         break;
       case kAllowUid:
         if (!ids(c.allowUids)) return badCount();

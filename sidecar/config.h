@@ -17,7 +17,8 @@ struct LimitFlags {
   uint64_t maxWaitingPerPeer = 1'000;
   uint64_t maxCallsPerConnection = 256;
   uint64_t maxLeases = 10'000;
-  uint64_t maxQueuedReplyBytes = 4 << 20;
+  uint64_t maxQueuedReplyBytes = 1 << 20;
+  uint64_t maxQueuedReplies = 256;
 };
 
 struct SidecarConfig {

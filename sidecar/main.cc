@@ -67,6 +67,7 @@ rpc::ConnectionLimits connectionLimits(const LimitFlags& flags) {
   limits.maxConnectionsPerPeer = clamp32(flags.maxConnections);
   limits.maxCallsPerConnection = clamp32(flags.maxCallsPerConnection);
   limits.maxQueuedReplyBytes = flags.maxQueuedReplyBytes;
+  limits.maxQueuedReplies = clamp32(flags.maxQueuedReplies);
   // Capabilities of released leases cost memory until dropped: bounded, with room to spare.
   limits.maxLeaseCapabilities = clamp32(flags.maxLeasesPerPeer * 2);
   return limits;

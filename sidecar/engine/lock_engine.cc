@@ -267,8 +267,11 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
                     .c_str(),
                 config_.maxWaitingPerPeer, "--max-waiting-per-peer");
   }
-  // While deletes go unconfirmed, no new node: the ones to delete would pile up.
-  if (deletes_.full()) {
+  // While deletes go unconfirmed, no new node: the ones to delete would pile up. A healthy
+  // session confirms a burst (a client dropping thousands of leases at once) in moments: that
+  // must not refuse everyone else.
+  bool healthy = zk_.sessionState() == zk::SessionState::kConnected && guard_->safe();
+  if (deletes_.full() && !healthy) {
     return over("ZooKeeper has not confirmed as many node deletions as may be pending",
                 config_.maxPendingDeletes, "--max-pending-deletes, or restore ZooKeeper");
   }

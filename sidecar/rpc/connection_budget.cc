@@ -27,11 +27,16 @@ void ConnectionBudget::close(const std::string& reason) {
 
 std::optional<Refusal> ConnectionBudget::admit() {
   if (!closeReason_.empty()) return Refusal{engine::LeaseError::kLimitReached, closeReason_};
-  uint64_t queued = queuedReplyBytes();
-  if (limits_.maxQueuedReplyBytes && queued > limits_.maxQueuedReplyBytes) {
-    std::string why = std::to_string(queued) + " bytes of replies not read by the peer, above " +
-                      std::to_string(limits_.maxQueuedReplyBytes) +
-                      " (--max-queued-reply-bytes)";
+  uint64_t bytes = queuedReplyBytes();
+  uint64_t replies = queuedReplies();
+  bool overBytes = limits_.maxQueuedReplyBytes && bytes > limits_.maxQueuedReplyBytes;
+  if (overBytes || (limits_.maxQueuedReplies && replies > limits_.maxQueuedReplies)) {
+    std::string why = std::to_string(replies) + " replies (" + std::to_string(bytes) +
+                      " bytes) not read by the peer, above " +
+                      (overBytes ? std::to_string(limits_.maxQueuedReplyBytes) +
+                                       " bytes (--max-queued-reply-bytes)"
+                                 : std::to_string(limits_.maxQueuedReplies) +
+                                       " replies (--max-queued-replies)");
     noteRefused(why);
     close(why);
     return Refusal{engine::LeaseError::kLimitReached, why};

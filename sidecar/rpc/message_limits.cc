@@ -30,6 +30,12 @@ void checkMessage(capnp::MessageReader& message) {
 
 }  // namespace
 
+capnp::ReaderOptions replyOptions() {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = kMaxReplyWords;
+  return options;
+}
+
 capnp::ReaderOptions clientReaderOptions() {
   capnp::ReaderOptions options;
   options.traversalLimitInWords = kMaxMessageWords;
@@ -38,9 +44,11 @@ capnp::ReaderOptions clientReaderOptions() {
 }
 
 kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> BoundedMessageStream::tryReadMessage(
-    kj::ArrayPtr<kj::AutoCloseFd> fdSpace, capnp::ReaderOptions options,
+    kj::ArrayPtr<kj::AutoCloseFd> fdSpace, capnp::ReaderOptions,
     kj::ArrayPtr<capnp::word> scratchSpace) {
-  return inner_.tryReadMessage(fdSpace, options, scratchSpace)
+  // The network's own options bound what it sends too (a status() answer listing every lease):
+  // what it reads is bounded here instead.
+  return inner_.tryReadMessage(fdSpace, clientReaderOptions(), scratchSpace)
       .then([](kj::Maybe<capnp::MessageReaderAndFds> read) {
         KJ_IF_MAYBE (m, read) {
           checkMessage(*m->reader);

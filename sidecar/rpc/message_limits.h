@@ -22,6 +22,10 @@ constexpr int kMaxNesting = 8;
 constexpr uint32_t kMaxCapTableEntries = 8;
 
 capnp::ReaderOptions clientReaderOptions();
+// The network's options: Cap'n Proto refuses to send a message over its own receive limit, and
+// status() lists every lease (about 100 bytes each).
+constexpr uint64_t kMaxReplyWords = 8 * 1024 * 1024;  // 64 MiB
+capnp::ReaderOptions replyOptions();
 
 // The client's messages over `stream`, each refused (an exception: the RPC system closes the
 // connection with it) when its capability table is over kMaxCapTableEntries. Loop thread.

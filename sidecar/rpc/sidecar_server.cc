@@ -294,7 +294,7 @@ struct Connection {
       : registration(context, budget),
         stream(kj::mv(s)),
         messages(*stream),
-        network(messages, capnp::rpc::twoparty::Side::SERVER, clientReaderOptions()),
+        network(messages, capnp::rpc::twoparty::Side::SERVER, replyOptions()),
         rpcSystem(capnp::makeRpcServer(network, kj::mv(bootstrap))) {
     budget->attach(network);
   }

@@ -6,6 +6,7 @@
 // sidecar's heartbeat round trips (loop latency included), its RSS and the flood's own counts.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -68,6 +69,7 @@ struct Observed {
   std::vector<long long> checkUs;  // round trips of the holder's lease check()
   int checkFailures = 0;
   int statusFailures = 0;
+  std::string lastStatusFailure;
   int notConnected = 0;  // status answers with a zkState other than "connected"
   uint32_t minSafeForMs = UINT32_MAX;
   long maxRssKiB = 0;
@@ -101,6 +103,13 @@ class FloodTest : public ::testing::Test {
   void SetUp() override {
     SidecarOptions options;
     options.sessionTimeout = "4s";  // Q = 1 s: a heartbeat answered later than that anchors nothing
+    // The flood comes from another uid (nobody), the holder's principal is root: the limits are
+    // per uid, so they must stop the flood without touching the holder.
+    options.extraArgs = {"--socket-world"};
+    ASSERT_EQ(chmod(cluster.dir().c_str(), 0711), 0);
+    floodBinary = cluster.dir() + "/fk-flood";
+    std::filesystem::copy_file(FK_FLOOD_BIN, floodBinary);
+    ASSERT_EQ(chmod(floodBinary.c_str(), 0755), 0);
     cluster.startSidecar(options);
     holderClient = cluster.connect(0);
     observerClient = cluster.connect(0);
@@ -131,8 +140,9 @@ class FloodTest : public ::testing::Test {
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
         if (i % 10 == 0) {
           SidecarStatus s;
-          if (!observerClient->status(&s).ok()) {
+          if (Status got = observerClient->status(&s); !got.ok()) {
             ++seen.statusFailures;
+            seen.lastStatusFailure = got.message;
           } else {
             if (s.zkState != "connected") ++seen.notConnected;
             seen.minSafeForMs = std::min(seen.minSafeForMs, s.safeForMs);
@@ -145,8 +155,10 @@ class FloodTest : public ::testing::Test {
       }
     });
     size_t logBefore = cluster.sidecar(0).log().size();
-    std::vector<std::string> argv{FK_FLOOD_BIN, "--socket",  cluster.socket(0),       "--mode",
-                                  mode,         "--seconds", std::to_string(seconds), "--name",
+    std::vector<std::string> argv{"setpriv",   "--reuid=65534",   "--regid=65534",
+                                  "--clear-groups", floodBinary,   "--socket",
+                                  cluster.socket(0), "--mode",     mode,
+                                  "--seconds",      std::to_string(seconds), "--name",
                                   kHeldLock};
     argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
     ChildProcess flood(argv, cluster.newLogPath("flood-" + mode));
@@ -178,7 +190,7 @@ class FloodTest : public ::testing::Test {
     EXPECT_FALSE(loss.lost) << "the holder was told its lease was lost, reason "
                             << lossReasonName(static_cast<LossReason>(loss.reason.load()));
     EXPECT_EQ(seen.checkFailures, 0) << "the holder's lease stopped checking valid";
-    EXPECT_EQ(seen.statusFailures, 0);
+    EXPECT_EQ(seen.statusFailures, 0) << seen.lastStatusFailure;
     EXPECT_EQ(seen.notConnected, 0);
     EXPECT_GT(seen.minSafeForMs, 0u) << "the sidecar stopped vouching for its session";
     EXPECT_GT(seen.checkUs.size(), static_cast<size_t>(seconds) * 10) << "checks stalled";
@@ -203,6 +215,7 @@ class FloodTest : public ::testing::Test {
   }
 
   SidecarCluster cluster;
+  std::string floodBinary;  // a copy nobody may run, whatever the build tree's permissions
   std::unique_ptr<Client> holderClient, observerClient;
   LossRecorder loss;
   std::unique_ptr<Lease> lease;
@@ -214,6 +227,20 @@ class FloodTest : public ::testing::Test {
 // every connection in turn, so the others' calls and its ZooKeeper answers wait only so long.
 TEST_F(FloodTest, BusyClientLeavesAnotherConnectionsLeaseAlone) {
   floodAndHold("status", {"--inflight", "20000"});
+}
+
+// (a) Defect 1: acquires on fresh names, every granted lease kept: the flooding uid reaches its
+// limits (refused with a detail) and the holder's lease, on another connection, is left alone.
+TEST_F(FloodTest, HoardedLeasesLeaveAnotherConnectionsLeaseAlone) { floodAndHold("hoard"); }
+
+// (b) Defect 2: calls whose replies are never read. The sidecar closes the connection once its
+// unread replies pass --max-queued-reply-bytes, so its memory stays bounded (issue: 912 MB).
+TEST_F(FloodTest, UnreadRepliesLeaveAnotherConnectionsLeaseAloneAndMemoryBounded) {
+  floodAndHold("unread");
+  EXPECT_LT(last.maxRssKiB, 64 * 1024) << "sidecar RSS under the unread-replies flood, KiB";
+  EXPECT_NE(cluster.sidecar(0).log().find("not read by the peer, above"),
+            std::string::npos)
+      << "the flood never reached the queued-reply bound";
 }
 
 // (c) Defect 3: capability tables of a million entries, 200-deep nesting, 4 MiB names, 500
