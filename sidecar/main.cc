@@ -68,15 +68,15 @@ int run(const SidecarConfig& config) {
   engineConfig.instanceId = randomInstanceId();
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig);
 
-  int fd = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
+  rpc::BoundSocket bound = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
   rpc::ServerContext context{*engine, *zk, timer, config.root, timer.now()};
   auto listener = std::make_unique<rpc::RpcListener>(
-      context,
-      io.lowLevelProvider->wrapListenSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
+      context, io.lowLevelProvider->wrapListenSocketFd(
+                   bound.fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
   spdlog::info(
       "fencekeeper serving socket={} zk={} root={} session-timeout={}ms parents={} "
       "default-ttl={}ms max-ttl={}ms instance={}",
-      config.socket, hosts, config.root, config.sessionTimeout.count(),
+      bound.path, hosts, config.root, config.sessionTimeout.count(),
       config.persistentParents ? "persistent" : "container", config.defaultTtl.count(),
       config.maxTtl.count(), engineConfig.instanceId);
 
@@ -86,7 +86,7 @@ int run(const SidecarConfig& config) {
   spdlog::info("signal {}: shutting down", signalled.si_signo);
 
   listener->stopAccepting();
-  unlink(config.socket.c_str());
+  rpc::removeBoundSocket(bound);
   auto paf = kj::newPromiseAndFulfiller<void>();
   engine->shutdown([&] { paf.fulfiller->fulfill(); });
   bool clean = paf.promise.then([] { return true; })
