@@ -48,8 +48,8 @@ Status checkServer(int fd, const std::string& path, std::optional<uid_t> expectU
   }
   if ((dir.st_uid != sock.st_uid && dir.st_uid != 0) || writableByOthers(dir.st_mode)) {
     return refuse(path, "its directory " + dirPath.string() + " (" + uidText(dir.st_uid) +
-                            ") lets others than the server's " + uidText(peer.uid) +
-                            " replace the socket");
+                            ", mode " + modeText(dir.st_mode) + ") lets others than the server's " +
+                            uidText(peer.uid) + " replace the socket");
   }
   // In a directory anyone can write (an emptyDir, /tmp), anyone can make the socket's directory:
   // its owner proves nothing, so only root and this process's own uid are trusted without asking.
@@ -57,11 +57,12 @@ Status checkServer(int fd, const std::string& path, std::optional<uid_t> expectU
   bool shared =
       stat(grand.empty() ? "." : grand.c_str(), &parent) == 0 && writableByOthers(parent.st_mode);
   if (shared && peer.uid != 0 && peer.uid != geteuid()) {
-    return refuse(path, "it runs as " + uidText(peer.uid) +
-                            " in a directory that others can write (" + grand.string() +
-                            "), expected root or " + uidText(geteuid()) + "; if " +
+    std::string expected = geteuid() == 0 ? "uid 0" : "uid 0 or " + uidText(geteuid());
+    return refuse(path, "it runs as " + uidText(peer.uid) + " in " + grand.string() +
+                            ", which others can write, expected " + expected + "; if " +
                             uidText(peer.uid) +
-                            " is the sidecar's, say so with expect-uid (FENCEKEEPER_EXPECT_UID)");
+                            " is the sidecar's, expect it (--expect-uid, expect_uid, "
+                            "FENCEKEEPER_EXPECT_UID)");
   }
   return Status{};
 }

@@ -2,9 +2,16 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 
 namespace fencekeeper {
+
+std::string modeText(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
 
 std::string resolveSocketPath(const std::string& configured) {
   std::filesystem::path path(configured);

@@ -27,12 +27,6 @@ sockaddr_un addressOf(const std::string& path) {
   return addr;
 }
 
-std::string octal(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
-
 // Creates `dir` (and missing ancestors, 0755) with exactly `mode`, the umask notwithstanding.
 void makeDirectory(const std::filesystem::path& dir, mode_t mode) {
   auto parent = dir.parent_path();
@@ -78,7 +72,7 @@ void useDirectory(const std::filesystem::path& dir, mode_t mode, bool own) {
   }
   if (writableByOthers(st.st_mode)) {
     throw std::runtime_error("socket directory '" + dir.string() + "' has mode " +
-                             octal(st.st_mode) +
+                             modeText(st.st_mode) +
                              ": others could replace the socket; refusing it (remove it)");
   }
 }

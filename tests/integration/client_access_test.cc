@@ -12,14 +12,13 @@
 
 #include "fencekeeper/client.h"
 #include "tests/support/child_process.h"
+#include "tests/support/fake_sidecar.h"
 #include "tests/support/sidecar_cluster.h"
-#include "tests/support/wait.h"
 
 namespace fencekeeper::testing {
 namespace {
 
 constexpr const char* kDetail = "maxLeasesPerPeer 5 reached: raise --max-leases-per-peer";
-constexpr uid_t kOtherUid = 65534;
 
 class ClientAccessTest : public ::testing::Test {
  protected:
@@ -34,27 +33,15 @@ class ClientAccessTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  // Starts the fake sidecar at `socket`, as root or (`asOther`) as kOtherUid.
-  void startFake(const std::string& socket, bool asOther) {
-    std::vector<std::string> argv{fakeSidecarBinary(), socket, kDetail};
-    if (asOther) {
-      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
-    }
-    fake_ = std::make_unique<ChildProcess>(argv, dir_ + "/fake.log");
-    ASSERT_TRUE(waitUntil([&] { return fake_->log().find("ready") != std::string::npos; }))
-        << fake_->log();
+  void startFake(const std::string& socket, bool asImpostor) {
+    fake_ = startFakeSidecar(socket, kDetail, asImpostor, dir_ + "/fake.log");
+    ASSERT_NE(fake_, nullptr);
   }
 
-  // A directory that everyone may write (an emptyDir), holding the impostor's socket directory,
-  // as the sidecar would have made it: "<shared>/fk.sock.d/fk.sock". Returns the configured path.
+  // The impostor where the sidecar would serve for "<dir>/shared/fk.sock"; returns that path.
   std::string impostorInSharedDirectory() {
-    std::string shared = dir_ + "/shared";
-    std::filesystem::create_directory(shared);
-    chmod(shared.c_str(), 0777);
-    std::filesystem::create_directory(shared + "/fk.sock.d");
-    chown((shared + "/fk.sock.d").c_str(), kOtherUid, kOtherUid);
-    startFake(shared + "/fk.sock.d/fk.sock", /*asOther=*/true);
-    return shared + "/fk.sock";
+    startFake(makeImpostorDirectory(dir_), /*asImpostor=*/true);
+    return dir_ + "/shared/fk.sock";
   }
 
   std::string dir_;
@@ -80,7 +67,7 @@ TEST_F(ClientAccessTest, ExpectUidDecidesWhoIsTrusted) {
   EXPECT_NE(status.message.find("runs as uid 65534, expected uid 0"), std::string::npos)
       << status.message;
 
-  options.expectUid = kOtherUid;  // told that 65534 is the sidecar's uid: trusted
+  options.expectUid = kImpostorUid;  // told that 65534 is the sidecar's uid: trusted
   auto client = Client::connect(socket, options, &status);
   ASSERT_NE(client, nullptr) << status.message;
   SidecarStatus out;
@@ -91,8 +78,8 @@ TEST_F(ClientAccessTest, ServerOfAnotherUidThanTheSocketFileIsRefused) {
   // The socket file belongs to 65534, the server runs as root (it bound, then handed the file).
   std::string socket = dir_ + "/own/fk.sock";
   std::filesystem::create_directory(dir_ + "/own");
-  startFake(socket, /*asOther=*/false);
-  ASSERT_EQ(chown(socket.c_str(), kOtherUid, kOtherUid), 0);
+  startFake(socket, /*asImpostor=*/false);
+  ASSERT_EQ(chown(socket.c_str(), kImpostorUid, kImpostorUid), 0);
   Status status;
   EXPECT_EQ(Client::connect(socket, &status), nullptr);
   EXPECT_EQ(status.code, ErrorCode::kSidecarUnavailable);
@@ -103,7 +90,7 @@ TEST_F(ClientAccessTest, ServerOfAnotherUidThanTheSocketFileIsRefused) {
 TEST_F(ClientAccessTest, TheSidecarsDetailIsInTheMessage) {
   std::string socket = dir_ + "/own/fk.sock";
   std::filesystem::create_directory(dir_ + "/own");
-  startFake(socket, /*asOther=*/false);
+  startFake(socket, /*asImpostor=*/false);
   Status status;
   auto client = Client::connect(socket, &status);
   ASSERT_NE(client, nullptr) << status.message;
@@ -125,7 +112,7 @@ TEST_F(ClientAccessTest, TheSidecarsDetailIsInTheMessage) {
 TEST_F(ClientAccessTest, NulInANameOrOwnerLabelIsRefusedBeforeSending) {
   std::string socket = dir_ + "/own/fk.sock";
   std::filesystem::create_directory(dir_ + "/own");
-  startFake(socket, /*asOther=*/false);
+  startFake(socket, /*asImpostor=*/false);
   auto client = Client::connect(socket);
   ASSERT_NE(client, nullptr);
   const std::string nulName("jobs\0-tenant-b", 14);
