@@ -24,10 +24,10 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
   --socket PATH          the lease socket (env FENCEKEEPER_SOCKET;
                          default /run/fencekeeper/fencekeeper.sock). Its directory is
                          created 0750 whatever the umask; an existing one must be owned
-                         by this uid (or root) and writable by no one else. Where that
-                         directory is writable by others (a Kubernetes emptyDir, /tmp),
-                         the socket goes in a subdirectory of its own, DIR/NAME.d/NAME,
-                         where clients given PATH look for it too
+                         by this uid or root. Where it is writable by group or others (a
+                         Kubernetes emptyDir, /tmp), the socket goes in a subdirectory of
+                         its own, DIR/NAME.d/NAME (0750), where clients given PATH look
+                         for it too. Only the socket this process bound is removed
   --socket-world         make the socket accessible to every user: socket 0777 and its
                          directory 0755 (default 0660 and 0750: the socket's group)
   --root ZNODE           where locks live in ZooKeeper (env FENCEKEEPER_ROOT;
