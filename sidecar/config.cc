@@ -31,8 +31,14 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
                          another sidecar can use to join it
   --dev-data DIR         keep the --dev ZooKeeper's data and logs in DIR
   --socket PATH          the lease socket (env FENCEKEEPER_SOCKET;
-                         default /run/fencekeeper/fencekeeper.sock)
-  --socket-world         make the socket accessible to every user (default 0660)
+                         default /run/fencekeeper/fencekeeper.sock). Its directory is
+                         created 0750 whatever the umask; an existing one must be owned
+                         by this uid or root. Where it is writable by group or others (a
+                         Kubernetes emptyDir, /tmp), the socket goes in a subdirectory of
+                         its own, DIR/NAME.d/NAME (0750), where clients given PATH look
+                         for it too. Only the socket this process bound is removed
+  --socket-world         make the socket accessible to every user: socket 0777 and its
+                         directory 0755 (default 0660 and 0750: the socket's group)
   --root ZNODE           where locks live in ZooKeeper (env FENCEKEEPER_ROOT;
                          default /fencekeeper): <root>/locks/<name>/<guid>__lock__<seq>
   --session-timeout DUR  requested ZooKeeper session timeout (default 10s; the
@@ -70,7 +76,7 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
 
 Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
 SIGTERM/SIGINT: tell every holder, delete every lease's node, close the session,
-remove the socket, exit 0.
+remove the socket (only the one it created), exit 0.
 )";
 
 bool validRoot(const std::string& root) {

@@ -127,17 +127,17 @@ int run(const SidecarConfig& config) {
   engineConfig.instanceId = randomInstanceId();
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig);
 
-  int fd = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
+  rpc::BoundSocket bound = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
   rpc::ServerContext context{*engine, *zk, timer, config.root, timer.now()};
   context.limits = connectionLimits(config.limits);
   context.allow = rpc::AllowList{config.allowUids, config.allowGids};
   auto listener = std::make_unique<rpc::RpcListener>(
-      context,
-      io.lowLevelProvider->wrapListenSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
+      context, io.lowLevelProvider->wrapListenSocketFd(
+                   bound.fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
   spdlog::info(
       "fencekeeper serving socket={} zk={} root={} session-timeout={}ms parents={} "
       "default-ttl={}ms max-ttl={}ms instance={} zk-auth={}",
-      config.socket, hosts, config.root, config.sessionTimeout.count(),
+      bound.path, hosts, config.root, config.sessionTimeout.count(),
       config.persistentParents ? "persistent" : "container", config.defaultTtl.count(),
       config.maxTtl.count(), engineConfig.instanceId,
       credentials ? "digest user " + credentials->user : std::string("none (open ACL)"));
@@ -148,7 +148,7 @@ int run(const SidecarConfig& config) {
   spdlog::info("signal {}: shutting down", signalled.si_signo);
 
   listener->stopAccepting();
-  unlink(config.socket.c_str());
+  rpc::removeBoundSocket(bound);
   auto paf = kj::newPromiseAndFulfiller<void>();
   engine->shutdown([&] { paf.fulfiller->fulfill(); });
   bool clean = paf.promise.then([] { return true; })

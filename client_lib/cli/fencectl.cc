@@ -1,10 +1,13 @@
 // fencectl: the shell's way to fenced leases.
-//   fencectl [--socket PATH] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL] [--grace DUR]
-//            -- CMD [ARG...]
-//   fencectl [--socket PATH] holder NAME [--json]
-//   fencectl [--socket PATH] status [--json]
+//   fencectl [--socket PATH] [--expect-uid UID] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL]
+//            [--grace DUR] -- CMD [ARG...]
+//   fencectl [--socket PATH] [--expect-uid UID] holder NAME [--json]
+//   fencectl [--socket PATH] [--expect-uid UID] status [--json]
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "client_lib/cli/exit_codes.h"
@@ -38,7 +41,13 @@ constexpr const char* kUsage = R"(usage:
   fencectl [--socket PATH] holder NAME [--json]   who holds NAME now
   fencectl [--socket PATH] status [--json]        the sidecar's state
 
-The socket defaults to $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock.
+The socket defaults to $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock (in
+its subdirectory NAME.d/ when the socket's directory is writable by others, as the sidecar
+does). Before sending anything fencectl checks who serves it: by default the server's uid
+must own the socket file, in a directory no one else can write, and where that directory
+sits in one others can write (a Kubernetes emptyDir, /tmp), be root or fencectl's own uid.
+  --expect-uid UID   the sidecar must run as UID instead (env FENCEKEEPER_EXPECT_UID)
+A server that fails the check is refused (exit 69) with both uids named.
 Exit codes:
   CMD's own exit status when it ended by itself
   128+N  CMD killed by signal N (137: still running --grace after a SIGINT or SIGTERM);
@@ -57,9 +66,19 @@ int usage(const std::string& message) {
   return kExitUsage;
 }
 
+std::optional<int64_t> parseUid(const std::string& text) {
+  int64_t uid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), uid);
+  if (ec != std::errc() || end != text.data() + text.size() || uid < 0 || uid >= UINT32_MAX) {
+    return std::nullopt;
+  }
+  return uid;
+}
+
 int run(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "__supervise") == 0) return superviseMain(argc, argv);
-  std::string socket = defaultSocketPath();
+  SidecarAddress sidecar{defaultSocketPath(), {}};
+  std::string& socket = sidecar.socket;
   int i = 1;
   auto next = [&](const char* flag) -> std::optional<std::string> {
     if (i + 1 >= argc) return std::nullopt;
@@ -76,6 +95,11 @@ int run(int argc, char** argv) {
       auto v = next("--socket");
       if (!v) return usage("--socket needs a path");
       socket = *v;
+    } else if (a == "--expect-uid") {
+      auto v = next("--expect-uid");
+      auto uid = v ? parseUid(*v) : std::nullopt;
+      if (!uid) return usage("--expect-uid needs a uid");
+      sidecar.options.expectUid = *uid;
     } else {
       return usage("unknown option " + a);
     }
@@ -97,9 +121,9 @@ int run(int argc, char** argv) {
         return usage("unexpected argument " + a);
       }
     }
-    if (command == "status") return statusCommand(socket, json);
+    if (command == "status") return statusCommand(sidecar, json);
     if (name.empty()) return usage("holder needs a lock NAME");
-    return holderCommand(socket, name, json);
+    return holderCommand(sidecar, name, json);
   }
   if (command != "lock") return usage("unknown command " + command);
 
@@ -141,7 +165,7 @@ int run(int argc, char** argv) {
   }
   if (args.name.empty()) return usage("lock needs a NAME");
   if (args.command.empty()) return usage("lock needs -- CMD [ARG...]");
-  return lockCommand(socket, args);
+  return lockCommand(sidecar, args);
 }
 
 }  // namespace

@@ -233,7 +233,7 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
 
 }  // namespace
 
-int lockCommand(const std::string& socket, const LockArgs& args) {
+int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   // CMD's group may hold the terminal's foreground: fencectl still writes to the terminal, and
   // takes the foreground back, from the background.
   signal(SIGTTOU, SIG_IGN);
@@ -249,7 +249,7 @@ int lockCommand(const std::string& socket, const LockArgs& args) {
     return kExitUnavailable;
   }
 
-  auto client = connectOrReport(socket);
+  auto client = connectOrReport(sidecar);
   if (!client) return kExitUnavailable;
   AcquireOptions options;
   options.ttl = args.ttl;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "client_lib/cli/sidecar_errors.h"
 #include "fencekeeper/client.h"
 
 namespace fencekeeper {
@@ -19,6 +20,6 @@ struct LockArgs {
 };
 
 // Runs CMD under the lease; returns fencectl's exit code (see the usage text).
-int lockCommand(const std::string& socket, const LockArgs& args);
+int lockCommand(const SidecarAddress& sidecar, const LockArgs& args);
 
 }  // namespace fencekeeper

@@ -38,8 +38,8 @@ std::string isoTime(int64_t unixMs) {
 
 }  // namespace
 
-int holderCommand(const std::string& socket, const std::string& name, bool json) {
-  auto client = connectOrReport(socket);
+int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool json) {
+  auto client = connectOrReport(sidecar);
   if (!client) return kExitUnavailable;
   HolderInfo info;
   Status s = client->holder(name, &info);
@@ -71,8 +71,8 @@ int holderCommand(const std::string& socket, const std::string& name, bool json)
   return 0;
 }
 
-int statusCommand(const std::string& socket, bool json) {
-  auto client = connectOrReport(socket);
+int statusCommand(const SidecarAddress& sidecar, bool json) {
+  auto client = connectOrReport(sidecar);
   if (!client) return kExitUnavailable;
   SidecarStatus st;
   Status s = client->status(&st);

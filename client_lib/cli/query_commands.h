@@ -3,9 +3,11 @@
 
 #include <string>
 
+#include "client_lib/cli/sidecar_errors.h"
+
 namespace fencekeeper {
 
-int holderCommand(const std::string& socket, const std::string& name, bool json);
-int statusCommand(const std::string& socket, bool json);
+int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool json);
+int statusCommand(const SidecarAddress& sidecar, bool json);
 
 }  // namespace fencekeeper

@@ -20,9 +20,9 @@ int exitCodeFor(const Status& s) {
   }
 }
 
-std::unique_ptr<Client> connectOrReport(const std::string& socket) {
+std::unique_ptr<Client> connectOrReport(const SidecarAddress& sidecar) {
   Status s;
-  auto client = Client::connect(socket, &s);
+  auto client = Client::connect(sidecar.socket, sidecar.options, &s);
   if (!client) std::fprintf(stderr, "fencectl: %s\n", s.message.c_str());
   return client;
 }

@@ -89,7 +89,8 @@ typedef enum fk_loss_reason {
 
 typedef struct fk_error {
   int code;                     /* an fk_error_code */
-  char message[FK_MESSAGE_MAX]; /* for people; NUL-terminated, truncated to fit */
+  char message[FK_MESSAGE_MAX]; /* for people: the code's name, then after ": " the sidecar's
+                                   detail when it gave one; NUL-terminated, truncated to fit */
 } fk_error;
 
 typedef struct fk_client fk_client;
@@ -129,9 +130,29 @@ typedef struct fk_holder_info {
   int this_sidecar;      /* held through this sidecar's ZooKeeper session */
 } fk_holder_info;
 
+/* Options of fk_connect_with(). Fill with fk_connect_options_init(); `size` as in
+ * fk_acquire_options. */
+typedef struct fk_connect_options {
+  size_t size;        /* sizeof(fk_connect_options) */
+  int64_t expect_uid; /* the uid the sidecar must run as (SO_PEERCRED), checked instead of the
+                         default rule; default -1: $FENCEKEEPER_EXPECT_UID if set, else the
+                         default rule (see fk_connect) */
+} fk_connect_options;
+
 /* Connects to the sidecar's socket: `socket_path`, or when NULL $FENCEKEEPER_SOCKET, else
- * /run/fencekeeper/fencekeeper.sock. Starts the client's I/O thread. */
+ * /run/fencekeeper/fencekeeper.sock (in its subdirectory "<name>.d/" when the socket's directory
+ * is writable by others, as the sidecar does). Starts the client's I/O thread. Before anything
+ * is sent, the server is checked: by default its uid (SO_PEERCRED) must own the socket file,
+ * whose directory no one else can write, and where that directory sits in one others can write
+ * (a Kubernetes emptyDir, /tmp) it must be root or this process's uid. A server that fails the
+ * check is refused with FK_ERR_SIDECAR_UNAVAILABLE, the message naming both uids. */
 FK_EXPORT int fk_connect(const char* socket_path, fk_client** out, fk_error* err);
+
+FK_EXPORT void fk_connect_options_init(fk_connect_options* options);
+
+/* fk_connect() with options; `options` NULL: the defaults. */
+FK_EXPORT int fk_connect_with(const char* socket_path, const fk_connect_options* options,
+                              fk_client** out, fk_error* err);
 
 /* Closes the connection and joins the I/O thread; releases the leases still held through it. */
 FK_EXPORT void fk_client_close(fk_client* client);
@@ -140,6 +161,9 @@ FK_EXPORT void fk_acquire_options_init(fk_acquire_options* options);
 
 /* Queues for the lock `name` and blocks until it is granted (FK_OK, `*out` set), wait_ms passed
  * (FK_ERR_TIMED_OUT), or an error. `options` NULL: the defaults. On failure `*out` is NULL.
+ * `name` and owner_label are C strings: they end at their first NUL, so a binding whose strings
+ * may hold NUL bytes must refuse those itself (the Python package does), or the sidecar is
+ * sent only what comes before it.
  * A grant lost or expired before it could be returned (the caller was stopped, say) is dropped
  * without calling on_lost, and the lock is queued for again within what is left of wait_ms. */
 FK_EXPORT int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,

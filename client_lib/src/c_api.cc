@@ -87,9 +87,13 @@ int guarded(fk_error* err, Body&& body) noexcept {
   }
 }
 
+void initOptions(fk_acquire_options* o) { fk_acquire_options_init(o); }
+void initOptions(fk_connect_options* o) { fk_connect_options_init(o); }
+
 // Reads the caller's `size`-byte options over the defaults (see fk_acquire_options::size).
-bool readOptions(const fk_acquire_options* in, fk_acquire_options* out) {
-  fk_acquire_options_init(out);
+template <typename Options>
+bool readOptions(const Options* in, Options* out) {
+  initOptions(out);
   if (!in) return true;
   if (in->size < sizeof(in->size)) return false;
   const auto* bytes = reinterpret_cast<const unsigned char*>(in);
@@ -106,12 +110,30 @@ bool readOptions(const fk_acquire_options* in, fk_acquire_options* out) {
 extern "C" {
 
 int fk_connect(const char* socket_path, fk_client** out, fk_error* err) {
+  return fk_connect_with(socket_path, nullptr, out, err);
+}
+
+void fk_connect_options_init(fk_connect_options* options) {
+  if (!options) return;
+  *options = fk_connect_options{};
+  options->size = sizeof(*options);
+  options->expect_uid = -1;
+}
+
+int fk_connect_with(const char* socket_path, const fk_connect_options* options, fk_client** out,
+                    fk_error* err) {
   return guarded(err, [&] {
     if (!out) return report(err, FK_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
+    fk_connect_options o;
+    if (!readOptions(options, &o)) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "fk_connect_options: unknown size or fields");
+    }
+    fencekeeper::ConnectOptions cpp;
+    cpp.expectUid = o.expect_uid;
     Status status;
     auto client = fencekeeper::Client::connect(
-        socket_path ? socket_path : fencekeeper::defaultSocketPath(), &status);
+        socket_path ? socket_path : fencekeeper::defaultSocketPath(), cpp, &status);
     if (!client) return report(err, status);
     *out = new fk_client{std::move(client)};
     return report(err, FK_OK);

@@ -14,11 +14,14 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "boot_clock.h"
 #include "client_lib/src/client_internal.h"
+#include "client_lib/src/server_check.h"
 #include "ipc/fencekeeper.capnp.h"
+#include "sidecar/common/socket_path.h"
 #include "sidecar/loop/kj_loop.h"
 
 namespace fencekeeper {
@@ -37,6 +40,20 @@ LossReason fromIpc(ipc::LossReason r) { return static_cast<LossReason>(static_ca
 Status error(ErrorCode code, std::string message = {}) {
   if (message.empty()) message = errorCodeName(code);
   return Status{code, std::move(message)};
+}
+
+// A failed result of the sidecar: its code, with the detail it gave (if any) after the name.
+template <typename Results>
+Status failure(const Results& r) {
+  ErrorCode code = fromIpc(r.getError());
+  std::string detail = r.getDetail();
+  return error(code, detail.empty() ? "" : std::string(errorCodeName(code)) + ": " + detail);
+}
+
+// Refuses text the sidecar would see cut short: a C string ends at its first NUL.
+Status refuseNul(const std::string& text, ErrorCode code, const char* what) {
+  if (text.find('\0') == std::string::npos) return Status{};
+  return error(code, std::string(errorCodeName(code)) + ": the " + what + " holds a NUL byte");
 }
 
 Millis clampNonNegative(Clock::duration d) {
@@ -138,7 +155,8 @@ class WatcherImpl final : public ipc::LeaseWatcher::Server {
 
 class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
  public:
-  explicit ClientImpl(std::string socketPath) : socketPath_(std::move(socketPath)) {}
+  ClientImpl(std::string socketPath, std::optional<uid_t> expectUid)
+      : socketPath_(resolveSocketPath(socketPath)), expectUid_(expectUid) {}
 
   // The I/O thread holds a reference while it runs, so the last reference may be dropped there
   // (a Lease freed in a loss callback): it cannot join itself, and it is about to end anyway.
@@ -229,7 +247,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
     void taskFailed(kj::Exception&&) override {}  // its std::promise breaks: the caller is told
   };
 
-  const std::string socketPath_;
+  const std::string socketPath_;  // where the sidecar binds it (resolveSocketPath)
+  const std::optional<uid_t> expectUid_;
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
@@ -270,6 +289,13 @@ void ClientImpl::run(std::promise<Status>& ready) {
       return;
     }
     KJ_IF_MAYBE (fd, stream->getFd()) {
+      // Nothing goes to a server before it proved to be the sidecar (docs/security.md).
+      if (Status trusted = internal::checkServer(*fd, socketPath_, expectUid_); !trusted.ok()) {
+        stream = nullptr;  // before the event loop it belongs to goes
+        ready.set_value(trusted);
+        readySet = true;
+        return;
+      }
       connectionFd_ = *fd;
     }
     rpc = kj::heap<capnp::TwoPartyClient>(*stream);
@@ -327,6 +353,13 @@ kj::Promise<T> ClientImpl::withDeadline(kj::Promise<T> promise, Millis budget, T
 
 std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const AcquireOptions& options,
                                            Status* statusOut) {
+  Status refused = refuseNul(name, ErrorCode::kInvalidName, "lock name");
+  if (refused.ok())
+    refused = refuseNul(options.ownerLabel, ErrorCode::kInvalidArgument, "owner label");
+  if (!refused.ok()) {
+    if (statusOut) *statusOut = refused;
+    return nullptr;
+  }
   auto granted = std::make_shared<std::shared_ptr<LeaseState>>();
   auto deadline = Clock::now() + options.wait;
   Status status = call([&]() -> kj::Promise<Status> {
@@ -363,7 +396,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
   return request.send().then(
       [this, key, state, sentAt, deadline,
        granted](capnp::Response<ipc::Sidecar::AcquireResults> response) -> kj::Promise<Status> {
-        if (response.getError() != ipc::Error::OK) return error(fromIpc(response.getError()));
+        if (response.getError() != ipc::Error::OK) return failure(response);
         state->token = response.getToken();
         state->setValidity(sentAt, response.getValidMs());
         auto& lease =
@@ -375,7 +408,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
           auto askedAt = Clock::now();
           refresh = lease.cap.tokenRequest().send().then(
               [state, askedAt](capnp::Response<ipc::Lease::TokenResults> r) {
-                if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+                if (r.getError() != ipc::Error::OK) return failure(r);
                 state->setValidity(askedAt, r.getValidMs());
                 return Status{};
               },
@@ -450,7 +483,7 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
             [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
               leases_.erase(key);
               if (confirmed) *confirmed = r.getConfirmed();
-              return r.getError() == ipc::Error::OK ? Status{} : error(fromIpc(r.getError()));
+              return r.getError() == ipc::Error::OK ? Status{} : failure(r);
             },
             [](kj::Exception&& e) {
               return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
@@ -479,7 +512,7 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
                   s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
                                                                   : LossReason::kRenewFailed);
                 }
-                return error(fromIpc(r.getError()));
+                return failure(r);
               }
               s->setValidity(sentAt, r.getValidMs());
               return Status{};
@@ -502,7 +535,7 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
     return withDeadline(
         it->second.cap.tokenRequest().send().then(
             [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
-              if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+              if (r.getError() != ipc::Error::OK) return failure(r);
               s->setValidity(sentAt, r.getValidMs());
               if (validFor)
                 *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
@@ -553,13 +586,14 @@ void ClientImpl::drop(uint64_t key) {
 }
 
 Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
+  if (Status s = refuseNul(name, ErrorCode::kInvalidName, "lock name"); !s.ok()) return s;
   return call([&]() -> kj::Promise<Status> {
     auto request = KJ_ASSERT_NONNULL(sidecar_).holderRequest();
     request.setName(name);
     return withDeadline(
         request.send().then(
             [out](capnp::Response<ipc::Sidecar::HolderResults> r) {
-              if (r.getError() != ipc::Error::OK) return error(fromIpc(r.getError()));
+              if (r.getError() != ipc::Error::OK) return failure(r);
               auto info = r.getInfo();
               *out = HolderInfo{info.getHeld(),        info.getToken(),      info.getOwnerLabel(),
                                 info.getSinceUnixMs(), info.getWaiters(),    info.getThisSidecar(),
@@ -578,6 +612,7 @@ Status ClientImpl::status(SidecarStatus* out) {
     return withDeadline(
         KJ_ASSERT_NONNULL(sidecar_).statusRequest().send().then(
             [out](capnp::Response<ipc::Sidecar::StatusResults> r) {
+              if (r.getError() != ipc::Error::OK) return failure(r);
               auto s = r.getStatus();
               out->zkState = s.getZkState();
               out->sessionId = s.getSessionId();
@@ -659,8 +694,19 @@ Status Lease::release(bool* confirmed) {
 }
 
 std::unique_ptr<Client> Client::connect(const std::string& socketPath, Status* status) {
-  auto impl = std::make_shared<ClientImpl>(socketPath);
-  Status s = impl->start();
+  return connect(socketPath, ConnectOptions{}, status);
+}
+
+std::unique_ptr<Client> Client::connect(const std::string& socketPath,
+                                        const ConnectOptions& options, Status* status) {
+  std::optional<uid_t> expectUid;
+  Status s = internal::expectedUid(options.expectUid, &expectUid);
+  if (!s.ok()) {
+    if (status) *status = s;
+    return nullptr;
+  }
+  auto impl = std::make_shared<ClientImpl>(socketPath, expectUid);
+  s = impl->start();
   if (status) *status = s;
   if (!s.ok()) return nullptr;
   return std::unique_ptr<Client>(new Client(std::move(impl)));

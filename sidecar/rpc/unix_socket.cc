@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "sidecar/common/socket_path.h"
+
 namespace fencekeeper::rpc {
 
 namespace {
@@ -25,29 +27,87 @@ sockaddr_un addressOf(const std::string& path) {
   return addr;
 }
 
-// True when a server accepts connections on `path` now.
-bool someoneListens(const sockaddr_un& addr) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  bool live = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+// Creates `dir` (and missing ancestors, 0755) with exactly `mode`, the umask notwithstanding.
+void makeDirectory(const std::filesystem::path& dir, mode_t mode) {
+  auto parent = dir.parent_path();
+  struct stat st {};
+  if (!parent.empty() && stat(parent.c_str(), &st) != 0) makeDirectory(parent, 0755);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw std::runtime_error("cannot create socket directory '" + dir.string() +
+                             "': " + std::strerror(errno));
+  }
+  // EEXIST: someone made it meanwhile; the checks of useDirectory decide about it.
+  if (lstat(dir.c_str(), &st) == 0 && st.st_uid == geteuid()) chmod(dir.c_str(), mode);
+}
+
+// Makes sure only this uid (and root) can create or remove entries in `dir`: throws otherwise.
+// `own`: the directory is the sidecar's own subdirectory, which takes `mode` and must not be a
+// symbolic link (a planted one would lead elsewhere).
+void useDirectory(const std::filesystem::path& dir, mode_t mode, bool own) {
+  struct stat st {};
+  if ((own ? lstat : stat)(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      throw std::runtime_error("socket directory '" + dir.string() + "': " + std::strerror(errno));
+    }
+    makeDirectory(dir, mode);
+    if ((own ? lstat : stat)(dir.c_str(), &st) != 0) {
+      throw std::runtime_error("socket directory '" + dir.string() + "': " + std::strerror(errno));
+    }
+  } else if (own && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+    chmod(dir.c_str(), mode);  // ours: it takes this run's mode (--socket-world or not)
+    st.st_mode = (st.st_mode & ~07777) | mode;
+  }
+  uid_t me = geteuid();
+  if (!S_ISDIR(st.st_mode)) {
+    throw std::runtime_error("socket directory '" + dir.string() +
+                             "' is not a directory: refusing it (remove it, or choose another "
+                             "--socket)");
+  }
+  if (st.st_uid != me && st.st_uid != 0) {
+    throw std::runtime_error("socket directory '" + dir.string() + "' is owned by uid " +
+                             std::to_string(st.st_uid) + ", not by this sidecar's uid " +
+                             std::to_string(me) +
+                             ": that user could replace the socket; refusing it (remove it, or "
+                             "choose another --socket)");
+  }
+  if (writableByOthers(st.st_mode)) {
+    throw std::runtime_error("socket directory '" + dir.string() + "' has mode " +
+                             modeText(st.st_mode) +
+                             ": others could replace the socket; refusing it (remove it)");
+  }
+}
+
+// True when a server accepts connections on `path` now, or when that cannot be told: only a
+// refused connection proves the socket stale.
+bool maybeLive(const sockaddr_un& addr) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return true;
+  int rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  int err = errno;
   close(fd);
-  return live;
+  return rc == 0 || err != ECONNREFUSED;
 }
 
 }  // namespace
 
-int bindUnixSocket(const std::string& path, bool worldAccessible) {
+BoundSocket bindUnixSocket(const std::string& configured, bool worldAccessible) {
+  std::string path = resolveSocketPath(configured);
   sockaddr_un addr = addressOf(path);
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  mode_t dirMode = worldAccessible ? 0755 : 0750;
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  useDirectory(dir, dirMode, path != configured);
 
   struct stat st {};
   if (lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
       throw std::runtime_error("'" + path + "' exists and is not a socket: refusing to replace it");
     }
-    if (someoneListens(addr)) {
+    if (st.st_uid != geteuid()) {
+      throw std::runtime_error("'" + path + "' is a socket of uid " + std::to_string(st.st_uid) +
+                               ": refusing to replace it");
+    }
+    if (maybeLive(addr)) {
       throw std::runtime_error("another sidecar is serving on '" + path + "'");
     }
     unlink(path.c_str());  // stale: its sidecar died without cleaning up
@@ -59,12 +119,19 @@ int bindUnixSocket(const std::string& path, bool worldAccessible) {
   int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
   int bindErrno = errno;
   umask(old);
-  if (rc != 0 || listen(fd, 128) != 0) {
+  if (rc != 0 || listen(fd, 128) != 0 || lstat(path.c_str(), &st) != 0) {
+    int err = rc != 0 ? bindErrno : errno;
     close(fd);
-    throw std::runtime_error("cannot listen on '" + path +
-                             "': " + std::strerror(rc != 0 ? bindErrno : errno));
+    throw std::runtime_error("cannot listen on '" + path + "': " + std::strerror(err));
   }
-  return fd;
+  return BoundSocket{fd, path, st.st_dev, st.st_ino};
+}
+
+void removeBoundSocket(const BoundSocket& bound) {
+  struct stat st {};
+  if (lstat(bound.path.c_str(), &st) == 0 && st.st_dev == bound.dev && st.st_ino == bound.ino) {
+    unlink(bound.path.c_str());
+  }
 }
 
 }  // namespace fencekeeper::rpc

@@ -1,13 +1,28 @@
-// Binding the sidecar's Unix socket: a stale file from a dead sidecar is replaced, a live one is
-// refused, and the parent directory is created when missing.
+// Binding the sidecar's Unix socket in a directory only the sidecar can write: created 0750
+// (0755 world-accessible) whatever the umask, or a subdirectory of its own where the configured
+// directory is writable by others (docs/security.md "Who may connect"). A stale socket of this
+// uid is replaced, a live one or one of another uid is refused; shutdown removes only the socket
+// this process bound.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 
 namespace fencekeeper::rpc {
 
-// Returns a listening, non-blocking, close-on-exec socket fd bound at `path` (mode 0660 unless
-// `worldAccessible`). Throws std::runtime_error with a message meant for a person.
-int bindUnixSocket(const std::string& path, bool worldAccessible);
+struct BoundSocket {
+  int fd = -1;       // listening, non-blocking, close-on-exec
+  std::string path;  // where it is bound (see resolveSocketPath)
+  dev_t dev = 0;     // the socket file this process created
+  ino_t ino = 0;
+};
+
+// Binds the socket for the configured `path` (mode 0660, or 0777 if `worldAccessible`). Throws
+// std::runtime_error with a message meant for a person.
+BoundSocket bindUnixSocket(const std::string& path, bool worldAccessible);
+
+// Unlinks the socket file if it is still the one `bound` created (not a successor's).
+void removeBoundSocket(const BoundSocket& bound);
 
 }  // namespace fencekeeper::rpc

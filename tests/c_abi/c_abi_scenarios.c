@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fencekeeper.h"
 
@@ -543,5 +544,62 @@ int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* 
   pthread_mutex_lock(&closes.mutex);
   CHECK(closes.reason == FK_LOSS_CONNECTION_LOST && closes.client == NULL);
   pthread_mutex_unlock(&closes.mutex);
+  return 0;
+}
+
+int fk_scenario_connect_options(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_connect_options options;
+  struct {
+    fk_connect_options known;
+    uint64_t future;
+  } newer;
+
+  fk_connect_options_init(&options);
+  CHECK(options.size == sizeof(options) && options.expect_uid == -1);
+  CHECK_CODE(FK_OK, fk_connect_with(socket, NULL, &client, &err));
+  fk_client_close(client);
+  options.expect_uid = (int64_t)geteuid();
+  CHECK_CODE(FK_OK, fk_connect_with(socket, &options, &client, &err));
+  fk_client_close(client);
+  options.expect_uid = (int64_t)geteuid() + 12345;
+  CHECK_CODE(FK_ERR_SIDECAR_UNAVAILABLE, fk_connect_with(socket, &options, &client, &err));
+  CHECK(client == NULL && strstr(err.message, "expected uid") != NULL);
+
+  fk_connect_options_init(&newer.known);
+  newer.known.size = sizeof(newer);
+  newer.future = 1;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT,
+             fk_connect_with(socket, (const fk_connect_options*)&newer, &client, &err));
+  newer.future = 0;
+  CHECK_CODE(FK_OK, fk_connect_with(socket, (const fk_connect_options*)&newer, &client, &err));
+  fk_client_close(client);
+  return 0;
+}
+
+int fk_scenario_impostor(const char* socket, int64_t impostor_uid, const char* detail) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_connect_options options;
+  fk_holder_info info;
+  char uid_text[32];
+  char expected[FK_MESSAGE_MAX];
+
+  snprintf(uid_text, sizeof uid_text, "uid %lld", (long long)impostor_uid);
+  CHECK_CODE(FK_ERR_SIDECAR_UNAVAILABLE, fk_connect(socket, &client, &err));
+  CHECK(client == NULL && strstr(err.message, uid_text) != NULL);
+
+  fk_connect_options_init(&options);
+  options.expect_uid = impostor_uid;
+  CHECK_CODE(FK_OK, fk_connect_with(socket, &options, &client, &err));
+  snprintf(expected, sizeof expected, "limit reached: %s", detail);
+  CHECK_CODE(FK_ERR_LIMIT_REACHED, fk_acquire(client, "c-abi/x", NULL, &lease, &err));
+  CHECK(lease == NULL && strcmp(err.message, expected) == 0);
+  info.size = sizeof(info);
+  CHECK_CODE(FK_ERR_LIMIT_REACHED, fk_holder(client, "c-abi/x", &info, &err));
+  CHECK(strcmp(err.message, expected) == 0);
+  fk_client_close(client);
   return 0;
 }

@@ -3,6 +3,8 @@
 #ifndef FENCEKEEPER_TESTS_C_ABI_SCENARIOS_H_
 #define FENCEKEEPER_TESTS_C_ABI_SCENARIOS_H_
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,6 +21,13 @@ int fk_scenario_lease_outlives_client(const char* socket);
 /* Holds two leases whose loss callbacks free them (and close the client), then calls
  * kill_sidecar(ctx) so that the connection drops under them. */
 int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* ctx), void* ctx);
+/* fk_connect_with(): expect_uid of this process's uid (the sidecar's) accepted, another refused;
+ * options of an unknown size refused. */
+int fk_scenario_connect_options(const char* socket);
+/* `socket`: the configured path where an impostor under `impostor_uid` serves (fk-fake-sidecar,
+ * answering limitReached with `detail`): refused by default, trusted with expect_uid, and then
+ * its detail is in fk_error.message. */
+int fk_scenario_impostor(const char* socket, int64_t impostor_uid, const char* detail);
 
 #ifdef __cplusplus
 }

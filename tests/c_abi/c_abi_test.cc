@@ -2,8 +2,12 @@
 // real ZooKeeper and sidecar of its own.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
 
 #include "tests/c_abi/c_abi_scenarios.h"
+#include "tests/support/fake_sidecar.h"
 #include "tests/support/sidecar_cluster.h"
 
 namespace fencekeeper::testing {
@@ -55,6 +59,23 @@ TEST_F(CAbiTest, LeaseOutlivesItsClient) {
 TEST_F(CAbiTest, CallbackFreesItsLeaseAndClosesTheClientWhenTheConnectionDrops) {
   auto kill = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->sidecar(0).signal(SIGKILL); };
   EXPECT_EQ(fk_scenario_free_in_callback(socket().c_str(), kill, &cluster), 0);
+}
+
+TEST_F(CAbiTest, ConnectOptionsExpectTheSidecarsUid) {
+  EXPECT_EQ(fk_scenario_connect_options(socket().c_str()), 0);
+}
+
+TEST(CAbiAccessTest, ImpostorIsRefusedAndDetailIsInTheMessage) {
+  char tmpl[] = "/tmp/fk-cabi-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  chmod(dir.c_str(), 0755);  // the impostor's uid must reach the shared directory inside
+  const char* detail = "maxWaitingPerPeer 3 reached: raise --max-waiting-per-peer";
+  auto fake = startFakeSidecar(makeImpostorDirectory(dir), detail, true, dir + "/fake.log");
+  ASSERT_NE(fake, nullptr);
+  EXPECT_EQ(fk_scenario_impostor((dir + "/shared/fk.sock").c_str(), kImpostorUid, detail), 0);
+  fake.reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

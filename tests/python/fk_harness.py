@@ -150,11 +150,11 @@ class Cluster:
                 raise RuntimeError("ZooKeeper not on loopback: %s" % self.connect)
         return self.connect
 
-    def start_sidecar(self, *extra_args, session_timeout="4s"):
-        """Starts a sidecar on this ZooKeeper and waits until `fencectl status` shows it
-        connected and vouching for its session."""
+    def start_sidecar(self, *extra_args, session_timeout="4s", socket=None):
+        """Starts a sidecar on this ZooKeeper (at `socket`, default one in the temp directory)
+        and waits until `fencectl status` shows it connected and vouching for its session."""
         i = len(self.sidecars)
-        socket = os.path.join(self.tmp, "fk%d.sock" % i)
+        socket = socket or os.path.join(self.tmp, "fk%d.sock" % i)
         log_path = os.path.join(self.tmp, "fencekeeper%d.log" % i)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(

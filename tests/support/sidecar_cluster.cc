@@ -12,6 +12,7 @@ namespace fencekeeper::testing {
 
 const char* fencekeeperBinary() { return FENCEKEEPER_BIN; }
 const char* fencectlBinary() { return FENCECTL_BIN; }
+const char* fakeSidecarBinary() { return FAKE_SIDECAR_BIN; }
 
 AcquireOptions acquireOptions(std::chrono::milliseconds wait, std::chrono::milliseconds ttl) {
   AcquireOptions o;

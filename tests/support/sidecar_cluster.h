@@ -56,5 +56,6 @@ AcquireOptions acquireOptions(std::chrono::milliseconds wait, std::chrono::milli
 // The binaries under test (compile definitions from tests/CMakeLists.txt).
 const char* fencekeeperBinary();
 const char* fencectlBinary();
+const char* fakeSidecarBinary();  // tests/support/fake_sidecar_main.cc
 
 }  // namespace fencekeeper::testing

@@ -51,6 +51,8 @@ const char* lossReasonName(LossReason reason);
 
 struct Status {
   ErrorCode code = ErrorCode::kOk;
+  // For people: the code's name, and after ": " the sidecar's detail (which argument and bound,
+  // which limit) when it gave one.
   std::string message;
   bool ok() const { return code == ErrorCode::kOk; }
 };
@@ -114,6 +116,17 @@ struct SidecarStatus {
   std::vector<std::string> foreignNodes;  // planted queue entries seen in locks waited on
 };
 
+// How Client::connect decides to trust the process serving the socket (docs/security.md "Who may
+// connect"). By default that process's uid (SO_PEERCRED) must own the socket file, whose
+// directory no one else can write; where that directory sits in one that others can write (a
+// Kubernetes emptyDir, /tmp), the server must also be root or this process's own uid. A server
+// that fails the check is refused with kSidecarUnavailable, naming its uid and the one expected.
+struct ConnectOptions {
+  // The uid the sidecar must run as, checked instead of the default rule; -1:
+  // $FENCEKEEPER_EXPECT_UID if set, else the default rule.
+  int64_t expectUid = -1;
+};
+
 class ClientImpl;
 struct LeaseState;
 
@@ -160,11 +173,17 @@ int connectionFd(const Client& client);  // client_lib/src/client_internal.h
 
 class Client {
  public:
-  // Connects to the sidecar's socket. `*status` (if given) says why when it returns nullptr.
+  // Connects to the sidecar's socket (in its subdirectory "<name>.d/" where the socket's
+  // directory is writable by others, as the sidecar does) and checks who serves it (see
+  // ConnectOptions). `*status` (if given) says why when it returns nullptr.
   static std::unique_ptr<Client> connect(const std::string& socketPath, Status* status = nullptr);
+  static std::unique_ptr<Client> connect(const std::string& socketPath,
+                                         const ConnectOptions& options, Status* status = nullptr);
   ~Client();
 
   // Queues for `name` and blocks until granted, options.wait passed (kTimedOut), or an error.
+  // A `name` or options.ownerLabel holding a NUL byte is refused before anything is sent
+  // (kInvalidName, kInvalidArgument); so is a NUL in holder()'s `name`.
   // A grant lost or expired before it could be returned (this process was stopped, say) was
   // never the caller's: it is dropped without onLost or exitOnLoss, and the lock is queued for
   // again within what is left of options.wait.

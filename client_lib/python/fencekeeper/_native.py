@@ -22,6 +22,10 @@ class Error(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * MESSAGE_MAX)]
 
 
+class ConnectOptions(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("expect_uid", ctypes.c_int64)]
+
+
 LostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int)
 
 
@@ -56,6 +60,9 @@ _ERR = ctypes.POINTER(Error)
 
 _PROTOTYPES = {
     "fk_connect": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P), _ERR]),
+    "fk_connect_options_init": (None, [ctypes.POINTER(ConnectOptions)]),
+    "fk_connect_with": (ctypes.c_int,
+                        [ctypes.c_char_p, ctypes.POINTER(ConnectOptions), ctypes.POINTER(_P), _ERR]),
     "fk_client_close": (None, [_P]),
     "fk_acquire_options_init": (None, [ctypes.POINTER(AcquireOptions)]),
     "fk_acquire": (ctypes.c_int,

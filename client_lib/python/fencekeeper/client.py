@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Union
 
 from . import _native
-from .errors import (ErrorCode, InvalidArgument, LossReason, NotHeld, SidecarUnavailable,
-                     error_for)
+from .errors import (ErrorCode, InvalidArgument, InvalidName, LossReason, NotHeld,
+                     SidecarUnavailable, error_for)
 
 #: A duration: seconds (int or float) or a timedelta.
 Seconds = Union[float, int, datetime.timedelta]
@@ -40,6 +40,13 @@ def _millis(value: Seconds, what: str, allow_zero: bool) -> int:
     if ms == 0 and not allow_zero:
         raise InvalidArgument("%s must be at least 1 ms, not %r s" % (what, value))
     return ms
+
+
+def _c_text(value: str, what: str, error: type) -> bytes:
+    """``value`` as the C string the library sends: refused if a NUL would cut it short."""
+    if "\0" in value:
+        raise error("%s %r holds a NUL byte" % (what, value))
+    return value.encode("utf-8")
 
 
 def _check(code: int, err: _native.Error) -> None:
@@ -184,13 +191,21 @@ class Client:
     leases and runs ``on_lost`` callbacks).
 
     ``socket``: the sidecar's Unix socket; None: ``$FENCEKEEPER_SOCKET``, else
-    ``/run/fencekeeper/fencekeeper.sock``. Raises :class:`~fencekeeper.SidecarUnavailable` when
-    it cannot connect.
+    ``/run/fencekeeper/fencekeeper.sock`` (in its subdirectory ``<name>.d/`` when the socket's
+    directory is writable by others, as the sidecar does). Raises
+    :class:`~fencekeeper.SidecarUnavailable` when it cannot connect, or when the process serving
+    the socket fails the check of who it is (docs/security.md "Who may connect"): by default its
+    uid must own the socket file, in a directory no one else can write, and where that directory
+    sits in one others can write (a Kubernetes emptyDir, /tmp), be root or this process's uid.
+
+    ``expect_uid``: the uid the sidecar must run as, checked instead (None:
+    ``$FENCEKEEPER_EXPECT_UID`` if set, else the default rule).
 
     Use it as a context manager or call :meth:`close`. Every method is safe from any thread.
     """
 
-    def __init__(self, socket: Union[str, os.PathLike, None] = None) -> None:
+    def __init__(self, socket: Union[str, os.PathLike, None] = None,
+                 expect_uid: Optional[int] = None) -> None:
         self._lib = _native.lib()
         self._mutex = threading.Lock()
         self._calls = 0  # calls in progress: closing waits for none of them (see close)
@@ -198,7 +213,15 @@ class Client:
         handle = ctypes.c_void_p()
         err = _native.Error()
         path = None if socket is None else os.fsencode(socket)
-        _check(self._lib.fk_connect(path, ctypes.byref(handle), ctypes.byref(err)), err)
+        options = _native.ConnectOptions()
+        self._lib.fk_connect_options_init(ctypes.byref(options))
+        if expect_uid is not None:
+            if isinstance(expect_uid, bool) or not isinstance(expect_uid, int) or \
+                    not 0 <= expect_uid < _UINT32_MAX:
+                raise InvalidArgument("expect_uid must be a uid, not %r" % (expect_uid,))
+            options.expect_uid = expect_uid
+        _check(self._lib.fk_connect_with(path, ctypes.byref(options), ctypes.byref(handle),
+                                         ctypes.byref(err)), err)
         self._handle = handle
         _open_clients.add(self)
 
@@ -228,7 +251,8 @@ class Client:
         self._lib.fk_acquire_options_init(ctypes.byref(options))
         options.ttl_ms = _millis(ttl, "ttl", allow_zero=False)
         options.wait_ms = _millis(wait, "wait", allow_zero=True)
-        options.owner_label = None if owner is None else owner.encode("utf-8")
+        encoded_name = _c_text(name, "lock name", InvalidName)
+        options.owner_label = None if owner is None else _c_text(owner, "owner", InvalidArgument)
         options.keep_alive = 1 if keep_alive else 0
         options.renew_only_if_checked_in = 1 if renew_only_if_checked_in else 0
         callback = None
@@ -240,7 +264,7 @@ class Client:
         lease = ctypes.c_void_p()
         err = _native.Error()
         with self._in_call() as handle:
-            code = self._lib.fk_acquire(handle, name.encode("utf-8"), ctypes.byref(options),
+            code = self._lib.fk_acquire(handle, encoded_name, ctypes.byref(options),
                                         ctypes.byref(lease), ctypes.byref(err))
         _check(code, err)
         return Lease(self, lease, name, callback)
@@ -249,11 +273,12 @@ class Client:
 
     def holder(self, name: str) -> HolderInfo:
         """Who holds the lock ``name`` (through any sidecar, or a kazoo client)."""
+        encoded_name = _c_text(name, "lock name", InvalidName)
         info = _native.HolderInfo()
         info.size = ctypes.sizeof(info)
         err = _native.Error()
         with self._in_call() as handle:
-            code = self._lib.fk_holder(handle, name.encode("utf-8"), ctypes.byref(info),
+            code = self._lib.fk_holder(handle, encoded_name, ctypes.byref(info),
                                        ctypes.byref(err))
         _check(code, err)
         return HolderInfo(held=bool(info.held), token=int(info.token),
