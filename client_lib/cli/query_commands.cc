@@ -93,10 +93,36 @@ int statusCommand(const SidecarAddress& sidecar, bool json) {
         st.pendingDeletes, static_cast<unsigned long long>(st.droppedDeletes));
     for (size_t i = 0; i < st.leases.size(); ++i) {
       auto& l = st.leases[i];
-      std::printf("%s{\"name\":\"%s\",\"token\":%llu,\"owner\":\"%s\",\"pid\":%d,\"validMs\":%u}",
-                  i ? "," : "", jsonEscape(l.name).c_str(),
-                  static_cast<unsigned long long>(l.token), jsonEscape(l.ownerLabel).c_str(),
-                  l.clientPid, l.validMs);
+      std::printf(
+          "%s{\"name\":\"%s\",\"token\":%llu,\"owner\":\"%s\",\"pid\":%d,\"uid\":%u,"
+          "\"connection\":%llu,\"validMs\":%u}",
+          i ? "," : "", jsonEscape(l.name).c_str(), static_cast<unsigned long long>(l.token),
+          jsonEscape(l.ownerLabel).c_str(), l.clientPid, l.clientUid,
+          static_cast<unsigned long long>(l.connection), l.validMs);
+    }
+    const auto& lim = st.limits;
+    std::printf(
+        "],\"limits\":{\"maxConnections\":%u,\"maxLeasesPerPeer\":%u,\"maxWaitingPerPeer\":%u,"
+        "\"maxCallsPerConnection\":%u,\"maxLeases\":%u,\"maxQueuedReplyBytes\":%llu},"
+        "\"refusedTotal\":%llu,\"accepting\":%s,\"acceptFailures\":%llu,\"peers\":[",
+        lim.maxConnections, lim.maxLeasesPerPeer, lim.maxWaitingPerPeer,
+        lim.maxCallsPerConnection, lim.maxLeases,
+        static_cast<unsigned long long>(lim.maxQueuedReplyBytes),
+        static_cast<unsigned long long>(st.refusedTotal), st.accepting ? "true" : "false",
+        static_cast<unsigned long long>(st.acceptFailures));
+    for (size_t i = 0; i < st.peers.size(); ++i) {
+      auto& p = st.peers[i];
+      std::printf("%s{\"uid\":%u,\"connections\":%u,\"leases\":%u,\"waiting\":%u}",
+                  i ? "," : "", p.uid, p.connections, p.leases, p.waiting);
+    }
+    std::printf("],\"connectionList\":[");
+    for (size_t i = 0; i < st.connectionList.size(); ++i) {
+      auto& c = st.connectionList[i];
+      std::printf(
+          "%s{\"id\":%llu,\"pid\":%d,\"uid\":%u,\"gid\":%u,\"leases\":%u,\"waiting\":%u,"
+          "\"callsInFlight\":%u,\"queuedReplyBytes\":%llu}",
+          i ? "," : "", static_cast<unsigned long long>(c.id), c.pid, c.uid, c.gid, c.leases,
+          c.waiting, c.callsInFlight, static_cast<unsigned long long>(c.queuedReplyBytes));
     }
     std::printf("]}\n");
     return 0;
@@ -113,10 +139,24 @@ int statusCommand(const SidecarAddress& sidecar, bool json) {
   for (auto& node : st.foreignNodes) {
     std::printf("planted:     %s (a persistent node blocking its lock: delete it)\n", node.c_str());
   }
+  const auto& lim = st.limits;
+  std::printf(
+      "limits:      %u connections per uid, %u leases and %u waiting per uid, %u calls per "
+      "connection, %u leases in all; %llu refused since start\n",
+      lim.maxConnections, lim.maxLeasesPerPeer, lim.maxWaitingPerPeer, lim.maxCallsPerConnection,
+      lim.maxLeases, static_cast<unsigned long long>(st.refusedTotal));
+  if (!st.accepting) {
+    std::printf("accepting:   NO (accept() failing, %llu failures): new clients cannot connect\n",
+                static_cast<unsigned long long>(st.acceptFailures));
+  }
+  for (auto& p : st.peers) {
+    std::printf("  uid %-8u %u connections, %u leases, %u waiting\n", p.uid, p.connections,
+                p.leases, p.waiting);
+  }
   for (auto& l : st.leases) {
-    std::printf("  %-30s token %-14llu owner '%s' pid %d valid %u ms\n", l.name.c_str(),
+    std::printf("  %-30s token %-14llu owner '%s' pid %d uid %u valid %u ms\n", l.name.c_str(),
                 static_cast<unsigned long long>(l.token), l.ownerLabel.c_str(), l.clientPid,
-                l.validMs);
+                l.clientUid, l.validMs);
   }
   return 0;
 }

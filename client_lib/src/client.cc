@@ -631,8 +631,27 @@ Status ClientImpl::status(SidecarStatus* out) {
               out->leases.clear();
               for (auto l : s.getLeases()) {
                 out->leases.push_back({l.getName(), l.getToken(), l.getOwnerLabel(),
-                                       l.getClientPid(), l.getValidMs()});
+                                       l.getClientPid(), l.getValidMs(), l.getClientUid(),
+                                       l.getConnection()});
               }
+              auto limits = s.getLimits();
+              out->limits = {limits.getMaxConnections(),        limits.getMaxLeasesPerPeer(),
+                             limits.getMaxWaitingPerPeer(),     limits.getMaxCallsPerConnection(),
+                             limits.getMaxLeases(),             limits.getMaxQueuedReplyBytes()};
+              out->connectionList.clear();
+              for (auto c : s.getConnectionList()) {
+                out->connectionList.push_back({c.getId(), c.getPid(), c.getUid(), c.getGid(),
+                                               c.getLeases(), c.getWaiting(),
+                                               c.getCallsInFlight(), c.getQueuedReplyBytes()});
+              }
+              out->peers.clear();
+              for (auto p : s.getPeers()) {
+                out->peers.push_back(
+                    {p.getUid(), p.getConnections(), p.getLeases(), p.getWaiting()});
+              }
+              out->refusedTotal = s.getRefusedTotal();
+              out->accepting = s.getAccepting();
+              out->acceptFailures = s.getAcceptFailures();
               return Status{};
             },
             [](kj::Exception&& e) {

@@ -56,7 +56,8 @@ kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> BoundedMessageStream::tryRead
         return read;
       })
       .catch_([this](kj::Exception&& e) -> kj::Maybe<capnp::MessageReaderAndFds> {
-        failure_ = e.getDescription().cStr();
+        // A reset is the peer going away, not something it sent.
+        if (e.getType() != kj::Exception::Type::DISCONNECTED) failure_ = e.getDescription().cStr();
         kj::throwFatalException(kj::mv(e));
       });
 }

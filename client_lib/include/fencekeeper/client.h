@@ -97,6 +97,38 @@ struct LeaseSummary {
   std::string ownerLabel;
   int32_t clientPid = 0;
   uint32_t validMs = 0;
+  uint32_t clientUid = 0;
+  uint64_t connection = 0;  // the connection's number in the sidecar's log
+};
+
+// The sidecar's limits (its flags of the same names; 0: unlimited).
+struct SidecarLimits {
+  uint32_t maxConnections = 0;  // per peer uid
+  uint32_t maxLeasesPerPeer = 0;
+  uint32_t maxWaitingPerPeer = 0;
+  uint32_t maxCallsPerConnection = 0;
+  uint32_t maxLeases = 0;
+  uint64_t maxQueuedReplyBytes = 0;
+};
+
+// What one connection counts against the limits.
+struct ConnectionCounts {
+  uint64_t id = 0;
+  int32_t pid = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t leases = 0;
+  uint32_t waiting = 0;
+  uint32_t callsInFlight = 0;
+  uint64_t queuedReplyBytes = 0;
+};
+
+// What one peer uid (every connection of it together) counts against the limits.
+struct PeerCounts {
+  uint32_t uid = 0;
+  uint32_t connections = 0;
+  uint32_t leases = 0;
+  uint32_t waiting = 0;
 };
 
 struct SidecarStatus {
@@ -114,6 +146,12 @@ struct SidecarStatus {
   uint32_t pendingDeletes = 0;            // lock node deletions ZooKeeper has not confirmed yet
   uint64_t droppedDeletes = 0;            // unconfirmed deletions the sidecar gave up at its bound
   std::vector<std::string> foreignNodes;  // planted queue entries seen in locks waited on
+  SidecarLimits limits;
+  std::vector<ConnectionCounts> connectionList;
+  std::vector<PeerCounts> peers;
+  uint64_t refusedTotal = 0;    // requests refused by a limit or the allow-list since start
+  bool accepting = true;        // false while accept() fails (fds exhausted): nobody new gets in
+  uint64_t acceptFailures = 0;
 };
 
 // How Client::connect decides to trust the process serving the socket (docs/security.md "Who may
