@@ -228,8 +228,11 @@ TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
 TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
   EXPECT_EQ(acquire(a, "../etc")->outcome->error, LeaseError::kInvalidName);
   EXPECT_EQ(acquire(a, "x", Millis(0), Millis(5))->outcome->error, LeaseError::kInvalidArgument);
-  EXPECT_EQ(acquire(a, "x", Millis(0), Millis(100'000'000))->outcome->error,
-            LeaseError::kInvalidArgument);
+  auto tooLong = acquire(a, "x", Millis(0), Millis(100'000'000));
+  EXPECT_EQ(tooLong->outcome->error, LeaseError::kInvalidArgument);
+  EXPECT_EQ(tooLong->outcome->detail,
+            "ttlMs 100000000 outside [100 ms, 3600000 ms] (--max-ttl)");
+  EXPECT_NE(acquire(a, "../etc")->outcome->detail.find("'..'"), std::string::npos);
   EXPECT_FALSE(server.exists("/fencekeeper"));
 }
 

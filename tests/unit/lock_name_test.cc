@@ -38,5 +38,21 @@ TEST(QueueNode, OrdersBySuffixLikeKazoo) {
   EXPECT_FALSE(parseQueueNode("leader0000000001"));
 }
 
+// The detail a refused name is answered with says what is wrong, quoting the name safely.
+TEST(LockName, ProblemSaysWhatIsWrongAndQuotesTheNameSafely) {
+  EXPECT_FALSE(lockNameProblem("jobs/nightly"));
+  EXPECT_EQ(*lockNameProblem(""), "the lock name is empty");
+  EXPECT_NE(lockNameProblem(std::string(201, 'a'))->find("201 bytes, above the maximum 200"),
+            std::string::npos);
+  EXPECT_NE(lockNameProblem("a//b")->find("empty, '.' or '..' segment"), std::string::npos);
+  EXPECT_NE(lockNameProblem("a/x__lock__1")->find("__lock__"), std::string::npos);
+  auto nul = lockNameProblem(std::string("jobs\0-tenant-b", 14));
+  ASSERT_TRUE(nul);
+  EXPECT_NE(nul->find("'jobs\\x00-tenant-b'"), std::string::npos) << *nul;
+  EXPECT_NE(nul->find("outside [A-Za-z0-9._-/]: '\\x00'"), std::string::npos) << *nul;
+  EXPECT_EQ(printable("a'b\\c\n"), "a\\x27b\\x5cc\\x0a");
+  EXPECT_EQ(printable(std::string(70, 'x'), 64), std::string(64, 'x') + "...");
+}
+
 }  // namespace
 }  // namespace fencekeeper::engine
