@@ -16,6 +16,7 @@
 #include <functional>
 #include <mutex>
 #include <regex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kHeldLock = "flood-held";
 constexpr milliseconds kQuarterSession{1000};  // Q, with the 4 s session timeout below
 constexpr long kRunawayRssKiB = 1024 * 1024;
+// The sanitizers this build carries (FK_SANITIZE), "" in a plain build.
+constexpr std::string_view kSanitizers = FK_SANITIZERS;
 
 int floodSeconds() {
   const char* env = std::getenv("FK_FLOOD_SECONDS");
@@ -237,7 +240,11 @@ TEST_F(FloodTest, HoardedLeasesLeaveAnotherConnectionsLeaseAlone) { floodAndHold
 // unread replies pass --max-queued-reply-bytes, so its memory stays bounded (issue: 912 MB).
 TEST_F(FloodTest, UnreadRepliesLeaveAnotherConnectionsLeaseAloneAndMemoryBounded) {
   floodAndHold("unread");
-  EXPECT_LT(last.maxRssKiB, 64 * 1024) << "sidecar RSS under the unread-replies flood, KiB";
+  // ASan's allocator keeps freed blocks in its quarantine (256 MiB by default): there RSS measures
+  // the quarantine, not the sidecar. The plain build checks the bound.
+  if (kSanitizers.find("address") == std::string_view::npos) {
+    EXPECT_LT(last.maxRssKiB, 64 * 1024) << "sidecar RSS under the unread-replies flood, KiB";
+  }
   EXPECT_NE(cluster.sidecar(0).log().find("not read by the peer, above"),
             std::string::npos)
       << "the flood never reached the queued-reply bound";
@@ -250,6 +257,11 @@ TEST_F(FloodTest, OversizedMessagesLeaveAnotherConnectionsLeaseAlone) { floodAnd
 // (d) Defect 4: connections held open until the sidecar's fds run out; once they close, new
 // clients are accepted again.
 TEST_F(FloodTest, FdExhaustionLeavesAnotherConnectionsLeaseAloneAndAcceptingResumes) {
+  // UBSan's vptr check probes memory through a pipe(): in a process without a free fd it reports
+  // every virtual call as a bad type (and aborts). The plain build runs this test.
+  if (kSanitizers.find("undefined") != std::string_view::npos) {
+    GTEST_SKIP() << "UBSan's vptr check needs a free fd (pipe probe); runs in the plain build";
+  }
   pid_t pid = cluster.sidecar(0).pid();
   rlimit limit{};
   limit.rlim_cur = limit.rlim_max = openFds(pid) + 32;

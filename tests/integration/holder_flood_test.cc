@@ -108,9 +108,10 @@ TEST(HolderFlood, TwentyThousandConcurrentHolderCallsCostABoundedNumberOfZooKeep
       "%lld ms\n",
       r.ms, after - before, longestRenewMs.load());
   // One ZooKeeper round (a getChildren and a get) per lock at a time, serving every call that
-  // waits for it: measured 73 packets in 2.5 s, sessions' heartbeats included. Before: two
-  // requests per call (40,000).
-  EXPECT_LT(after - before, 1'000);
+  // waited for it: the count follows how long the calls keep arriving over round trips, not how
+  // many there are. Measured 73 packets in 2.5 s (plain build), 1,175 in 3.2 s (ASan), sessions'
+  // heartbeats included. Before: two requests per call (40,000).
+  EXPECT_LT(after - before, r.answered / 10) << "not coalesced: ZooKeeper requests per call";
   EXPECT_EQ(failedRenewals.load(), 0);
 }
 
