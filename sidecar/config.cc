@@ -1,5 +1,6 @@
 #include "sidecar/config.h"
 
+#include <arpa/inet.h>
 #include <getopt.h>
 
 #include <cerrno>
@@ -71,6 +72,14 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          permissionDenied and an audit line
   --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
 
+  --status-socket PATH   the status socket: HTTP, read-only (/healthz, /readyz, /status,
+                         /metrics); default status.sock in the lease socket's directory,
+                         with the same directory rules; `none` serves none
+  --status-listen ADDR:PORT  serve the status routes on TCP too, e.g. 0.0.0.0:9464 for
+                         Prometheus (default off; IPv6 as [::1]:9464)
+  --metrics-lock-labels  label lease metrics with the lock name (at most 1000 locks get
+                         their own series, the rest "_other"; default off: unbounded names)
+
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --help                 this text
 
@@ -79,12 +88,35 @@ SIGTERM/SIGINT: tell every holder, delete every lease's node, close the session,
 remove the socket (only the one it created), exit 0.
 )";
 
+// ADDR:PORT with a numeric IPv4 address, or [IPv6]:PORT; port 1-65535.
+bool validListenAddress(const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  std::string host = text.substr(0, colon), port = text.substr(colon + 1);
+  char* end = nullptr;
+  unsigned long n = std::strtoul(port.c_str(), &end, 10);
+  if (port.empty() || *end || n == 0 || n > 65535) return false;
+  unsigned char buf[sizeof(in6_addr)];
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    return inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), buf) == 1;
+  }
+  return inet_pton(AF_INET, host.c_str(), buf) == 1;
+}
+
 bool validRoot(const std::string& root) {
   if (root.size() < 2 || root[0] != '/' || root.back() == '/') return false;
   return root.find("//") == std::string::npos;
 }
 
 }  // namespace
+
+std::string statusSocketPath(const SidecarConfig& config, const std::string& boundLeaseSocket) {
+  if (config.statusSocket == "none") return {};
+  if (!config.statusSocket.empty()) return config.statusSocket;
+  auto slash = boundLeaseSocket.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : boundLeaseSocket.substr(0, slash)) +
+         "/status.sock";
+}
 
 ParsedFlags parseFlags(int argc, char** argv) {
   SidecarConfig c;
@@ -116,6 +148,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxQueuedReplies,
     kAllowUid,
     kAllowGid,
+    kStatusSocket,
+    kStatusListen,
+    kMetricsLockLabels,
     kHelp,
   };
   static const option options[] = {
@@ -142,6 +177,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-queued-replies", required_argument, nullptr, kMaxQueuedReplies},
       {"allow-uid", required_argument, nullptr, kAllowUid},
       {"allow-gid", required_argument, nullptr, kAllowGid},
+      {"status-socket", required_argument, nullptr, kStatusSocket},
+      {"status-listen", required_argument, nullptr, kStatusListen},
+      {"metrics-lock-labels", no_argument, nullptr, kMetricsLockLabels},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -267,6 +305,20 @@ ParsedFlags parseFlags(int argc, char** argv) {
         break;
       case kAllowGid:
         if (!ids(c.allowGids)) return badCount();
+        break;
+      case kStatusSocket:
+        if (!*optarg) return bad("--status-socket needs a path, or none");
+        c.statusSocket = optarg;
+        break;
+      case kStatusListen:
+        if (!validListenAddress(optarg)) {
+          return bad(std::string("bad --status-listen '") + optarg +
+                     "': give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464");
+        }
+        c.statusListen = optarg;
+        break;
+      case kMetricsLockLabels:
+        c.metricsLockLabels = true;
         break;
       case kHelp:
         return ParsedFlags{std::nullopt, 0, kUsage};

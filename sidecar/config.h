@@ -39,7 +39,13 @@ struct SidecarConfig {
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
+  std::string statusSocket;  // --status-socket; empty: status.sock beside the lease socket
+  std::string statusListen;  // --status-listen ADDR:PORT; empty: no TCP
+  bool metricsLockLabels = false;
 };
+
+// Where the status socket goes for a lease socket bound at `boundLeaseSocket`; empty: none.
+std::string statusSocketPath(const SidecarConfig& config, const std::string& boundLeaseSocket);
 
 struct ParsedFlags {
   std::optional<SidecarConfig> config;  // empty: exit with `exitCode` after printing `message`

@@ -11,8 +11,8 @@ constexpr uint64_t kLoggedRefusals = 3;
 }  // namespace
 
 ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits,
-                                   uint64_t& refusedTotal)
-    : peer_(std::move(peer)), limits_(limits), refusedTotal_(refusedTotal) {
+                                   RefusalCount& refused)
+    : peer_(std::move(peer)), limits_(limits), refused_(refused) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   closer_ = kj::mv(paf.fulfiller);
   closed_ = kj::mv(paf.promise);
@@ -64,7 +64,7 @@ std::optional<Refusal> ConnectionBudget::admitLease() const {
 }
 
 void ConnectionBudget::noteRefused(const std::string& detail) {
-  ++refusedTotal_;
+  refused_.add(detail);
   if (++refusals_ <= kLoggedRefusals) {
     spdlog::warn("refused a call of {}: {}", peer_.describe(), detail);
   } else if (refusals_ == kLoggedRefusals + 1) {

@@ -36,7 +36,7 @@ struct ServerContext {
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};
   std::map<uint32_t, uint32_t> connectionsByUid{};
-  uint64_t refusedTotal = 0;
+  RefusalCount refused{};
 };
 
 // Accepts connections on a listening Unix socket and serves each with its own two-party RPC
