@@ -366,6 +366,20 @@ TEST(StatusSocketAccess, PeersTheAllowListRefusesGet403AndNoneServesNone) {
   EXPECT_NE(cluster.sidecar(quiet).log().find("status socket=none"), std::string::npos);
 }
 
+TEST(StatusSocketMetrics, LockLabelsOnlyWhenAsked) {
+  SidecarCluster cluster;
+  SidecarOptions options;
+  options.extraArgs = {"--metrics-lock-labels"};
+  cluster.startSidecar(options);
+  auto client = cluster.connect(0);
+  auto lease = client->acquire("labelled", acquireOptions(milliseconds(5000), milliseconds(30000)));
+  ASSERT_TRUE(lease);
+  auto metrics = httpGet(cluster.statusSocket(0), "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(sample(metrics->body, "fencekeeper_grants_total{lock=\"labelled\"}"), 1);
+  EXPECT_EQ(sample(metrics->body, "fencekeeper_acquire_wait_seconds_count{lock=\"labelled\"}"), 1);
+}
+
 // Scrapes of /status (every lease listed) and /metrics back to back, from two scraper processes,
 // must not delay the sidecar's ZooKeeper heartbeats, nor a holder's check().
 TEST(StatusSocketScrapes, ScrapesLeaveHeartbeatsAndHoldersAlone) {
