@@ -1,8 +1,8 @@
 // The daemon's command line: flags, environment fallbacks, defaults, validation.
 #pragma once
 
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -130,8 +130,7 @@ void LockEngine::moveTo(Request& r, State next) {
   r.state = next;
 }
 
-LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config,
-                       EngineObserver* observer)
+LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, EngineObserver* observer)
     : zk_(zk),
       timer_(timer),
       observer_(observer ? *observer : noObserver_),
@@ -410,7 +409,8 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
                  r.recreateOnConnect = true;  // the session listener starts it over
                  return;
                }
-               if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
+               if (res.code == zk::Code::kClosing)
+                 return fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
                // Refused under a parent this identity may not write: fine if the node exists.
                if (res.code == zk::Code::kNoAuth)
                  return ensureParentExists(r, level, restarts, node);
@@ -684,8 +684,10 @@ Validity LockEngine::validity(const Request& r) const {
                 "the sidecar cannot vouch for its ZooKeeper session (session uncertain)"};
       }
       // Valid while now < min(leaseDeadline, safeUntil).
-      return {LeaseError::kOk, static_cast<uint64_t>(r.stat.czxid),
-              std::min(left, guard_->safeFor()), {}};
+      return {LeaseError::kOk,
+              static_cast<uint64_t>(r.stat.czxid),
+              std::min(left, guard_->safeFor()),
+              {}};
     }
     case State::kLost:
       return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost, 0,
@@ -723,7 +725,8 @@ LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   e.clientUid = r.spec.clientUid;
   e.connection = r.spec.connection;
   e.ownerLabel = r.spec.ownerLabel;
-  if (r.grantedAt.count() != 0) e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
+  if (r.grantedAt.count() != 0)
+    e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
   return e;
 }
 

@@ -58,8 +58,7 @@ struct EngineConfig {
 class LockEngine {
  public:
   // `observer` (not owned, may be null) hears of every lease event and session change.
-  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config,
-             EngineObserver* observer = nullptr);
+  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, EngineObserver* observer = nullptr);
   ~LockEngine();
   LockEngine(const LockEngine&) = delete;
   LockEngine& operator=(const LockEngine&) = delete;

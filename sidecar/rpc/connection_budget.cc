@@ -10,8 +10,7 @@ namespace {
 constexpr uint64_t kLoggedRefusals = 3;
 }  // namespace
 
-ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits,
-                                   RefusalCount& refused)
+ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused)
     : peer_(std::move(peer)), limits_(limits), refused_(refused) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   closer_ = kj::mv(paf.fulfiller);
@@ -31,12 +30,12 @@ std::optional<Refusal> ConnectionBudget::admit() {
   uint64_t replies = queuedReplies();
   bool overBytes = limits_.maxQueuedReplyBytes && bytes > limits_.maxQueuedReplyBytes;
   if (overBytes || (limits_.maxQueuedReplies && replies > limits_.maxQueuedReplies)) {
-    std::string why = std::to_string(replies) + " replies (" + std::to_string(bytes) +
-                      " bytes) not read by the peer, above " +
-                      (overBytes ? std::to_string(limits_.maxQueuedReplyBytes) +
-                                       " bytes (--max-queued-reply-bytes)"
-                                 : std::to_string(limits_.maxQueuedReplies) +
-                                       " replies (--max-queued-replies)");
+    std::string why =
+        std::to_string(replies) + " replies (" + std::to_string(bytes) +
+        " bytes) not read by the peer, above " +
+        (overBytes
+             ? std::to_string(limits_.maxQueuedReplyBytes) + " bytes (--max-queued-reply-bytes)"
+             : std::to_string(limits_.maxQueuedReplies) + " replies (--max-queued-replies)");
     noteRefused(why);
     close(why);
     return Refusal{engine::LeaseError::kLimitReached, why};

@@ -18,13 +18,13 @@
 namespace fencekeeper::rpc {
 
 struct ConnectionLimits {
-  uint32_t maxConnectionsPerPeer = 128;     // --max-connections (per uid)
-  uint32_t maxCallsPerConnection = 256;     // --max-calls-per-connection (unanswered)
-  uint64_t maxQueuedReplyBytes = 1 << 20;   // --max-queued-reply-bytes
+  uint32_t maxConnectionsPerPeer = 128;    // --max-connections (per uid)
+  uint32_t maxCallsPerConnection = 256;    // --max-calls-per-connection (unanswered)
+  uint64_t maxQueuedReplyBytes = 1 << 20;  // --max-queued-reply-bytes
   // Each queued reply holds a whole message buffer (8 KiB at least) however small it is on the
   // wire: the count bounds the memory, the bytes bound a few large answers.
-  uint32_t maxQueuedReplies = 256;          // --max-queued-replies
-  uint32_t maxLeaseCapabilities = 5'000;    // kept by one connection, released ones included
+  uint32_t maxQueuedReplies = 256;        // --max-queued-replies
+  uint32_t maxLeaseCapabilities = 5'000;  // kept by one connection, released ones included
 };
 
 struct Refusal {

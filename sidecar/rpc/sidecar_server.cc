@@ -346,11 +346,12 @@ void RpcListener::serve(kj::AuthenticatedStream stream) {
   auto& messages = connection->messages;
   auto ended = connection->network.onDisconnect().exclusiveJoin(budget->whenClosed());
   connections_.add(
-      ended.then([&messages, budget]() -> std::string {
-             if (!budget->closeReason().empty()) return budget->closeReason();
-             if (!messages.failure().empty()) return "malformed message: " + messages.failure();
-             return "peer closed";
-           })
+      ended
+          .then([&messages, budget]() -> std::string {
+            if (!budget->closeReason().empty()) return budget->closeReason();
+            if (!messages.failure().empty()) return "malformed message: " + messages.failure();
+            return "peer closed";
+          })
           .attach(kj::mv(connection))
           .then([budget, hungUp = kj::mv(hangUp.fulfiller)](std::string reason) mutable {
             spdlog::info("connection {} closed: {}", budget->peer().describe(), reason);

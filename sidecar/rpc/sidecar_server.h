@@ -29,7 +29,7 @@ struct ServerContext {
   TimePoint startedAt;
   ConnectionLimits limits{};
   AllowList allow{};
-  const AcceptLoop* acceptLoop = nullptr;  // set by the listener, for Status.accepting
+  const AcceptLoop* acceptLoop = nullptr;        // set by the listener, for Status.accepting
   const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served
   std::string zkServers;
   std::string instanceId;

@@ -41,11 +41,17 @@ std::string reasonLabel(engine::LossReason reason) {
 }
 
 // Every value refusalLimit() gives.
-constexpr std::array<std::string_view, 11> kRefusalLimits{
-    "max_leases_per_peer", "max_waiting_per_peer",    "max_calls_per_connection",
-    "max_connections",     "max_queued_reply_bytes",  "max_queued_replies",
-    "max_pending_deletes", "max_leases",              "lease_capabilities",
-    "allow_list",          "other"};
+constexpr std::array<std::string_view, 11> kRefusalLimits{"max_leases_per_peer",
+                                                          "max_waiting_per_peer",
+                                                          "max_calls_per_connection",
+                                                          "max_connections",
+                                                          "max_queued_reply_bytes",
+                                                          "max_queued_replies",
+                                                          "max_pending_deletes",
+                                                          "max_leases",
+                                                          "lease_capabilities",
+                                                          "allow_list",
+                                                          "other"};
 
 double seconds(Millis d) { return static_cast<double>(d.count()) / 1000.0; }
 
@@ -105,11 +111,12 @@ Metrics::Metrics(std::string version, bool lockLabels)
                                 "held lease was lost")
                           .Register(*registry_)
                           .Add({})),
-      heartbeat_(BuildHistogram()
-                     .Name("fencekeeper_heartbeat_round_trip_seconds")
-                     .Help("Round trip of the sidecar's ZooKeeper heartbeats, loop latency included")
-                     .Register(*registry_)
-                     .Add({}, heartbeatBuckets())),
+      heartbeat_(
+          BuildHistogram()
+              .Name("fencekeeper_heartbeat_round_trip_seconds")
+              .Help("Round trip of the sidecar's ZooKeeper heartbeats, loop latency included")
+              .Register(*registry_)
+              .Add({}, heartbeatBuckets())),
       vouched_(BuildGauge()
                    .Name("fencekeeper_zk_session_vouched")
                    .Help("1 while the sidecar can vouch for its ZooKeeper session")
@@ -120,11 +127,8 @@ Metrics::Metrics(std::string version, bool lockLabels)
                    .Help("How long the sidecar can still vouch for its session")
                    .Register(*registry_)
                    .Add({})),
-      leases_(BuildGauge()
-                  .Name("fencekeeper_leases")
-                  .Help("Leases held")
-                  .Register(*registry_)
-                  .Add({})),
+      leases_(
+          BuildGauge().Name("fencekeeper_leases").Help("Leases held").Register(*registry_).Add({})),
       waiters_(BuildGauge()
                    .Name("fencekeeper_waiters")
                    .Help("Acquires waiting")

@@ -56,9 +56,9 @@ StatusServer::StatusServer(rpc::ServerContext& context, Metrics& metrics, kj::Ti
       metrics_(metrics),
       table_(buildTable(allow_)),
       service_(context, metrics, *table_, allow_),
-      http_(kjTimer, *table_,
-            [this](kj::AsyncIoStream& connection) { return serviceFor(connection); },
-            settings()),
+      http_(
+          kjTimer, *table_,
+          [this](kj::AsyncIoStream& connection) { return serviceFor(connection); }, settings()),
       connections_(*this) {}
 
 StatusServer::~StatusServer() noexcept(false) { context_.statusAcceptLoop = nullptr; }

@@ -149,8 +149,8 @@ class StatusService::StatusAnswer {
   capnp::JsonCodec codec_;
   kj::Own<kj::AsyncOutputStream> body_;
   std::string head_, middle_, tail_;
-  int part_ = 0;      // head, leases, waiters, done
-  size_t done_ = 0;   // entries of the current list written
+  int part_ = 0;     // head, leases, waiters, done
+  size_t done_ = 0;  // entries of the current list written
 };
 
 StatusService::StatusService(const rpc::ServerContext& context, Metrics& metrics,
@@ -198,8 +198,11 @@ kj::Promise<void> StatusService::request(kj::HttpMethod method, kj::StringPtr ur
   }
   if (route == "healthz" || route == "readyz") {
     rpc::Verdict v = route == "healthz" ? rpc::healthOf(context_) : rpc::readinessOf(context_);
-    if (v.yes) return reply(response, route, 200, "OK", kText, kj::str(route == "healthz" ? "ok\n" : "ready\n"));
-    return reply(response, route, 503, "Service Unavailable", kText, kj::str(v.reason.c_str(), "\n"));
+    if (v.yes)
+      return reply(response, route, 200, "OK", kText,
+                   kj::str(route == "healthz" ? "ok\n" : "ready\n"));
+    return reply(response, route, 503, "Service Unavailable", kText,
+                 kj::str(v.reason.c_str(), "\n"));
   }
   if (route == "metrics") {
     return reply(response, route, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",

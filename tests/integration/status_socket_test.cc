@@ -89,8 +89,7 @@ std::optional<HttpAnswer> readOneAnswer(int fd, milliseconds timeout) {
       std::smatch m;
       static const std::regex length("Content-Length: (\\d+)", std::regex::icase);
       std::string head = raw.substr(0, end);
-      if (std::regex_search(head, m, length) &&
-          raw.size() >= end + 4 + std::stoul(m[1].str())) {
+      if (std::regex_search(head, m, length) && raw.size() >= end + 4 + std::stoul(m[1].str())) {
         return parseHttpAnswer(raw);
       }
     }
@@ -134,7 +133,8 @@ TEST_F(StatusSocketTest, HealthReadinessStatusAndMetricsFromARealSidecar) {
   EXPECT_EQ(get("/readyz").body, "ready\n");
 
   auto holder = cluster.connect(0);
-  auto lease = holder->acquire("status-held", acquireOptions(milliseconds(5000), milliseconds(30000)));
+  auto lease =
+      holder->acquire("status-held", acquireOptions(milliseconds(5000), milliseconds(30000)));
   ASSERT_TRUE(lease);
   auto waiter = cluster.connect(0);
   std::thread queued([&] {
@@ -191,7 +191,8 @@ TEST_F(StatusSocketTest, HealthReadinessStatusAndMetricsFromARealSidecar) {
   queued.join();
   auto after = get("/metrics").body;
   EXPECT_EQ(sample(after, "fencekeeper_grants_total"), 2);
-  EXPECT_EQ(sample(after, "fencekeeper_releases_total"), 2) << "released, then the waiter's dropped";
+  EXPECT_EQ(sample(after, "fencekeeper_releases_total"), 2)
+      << "released, then the waiter's dropped";
   EXPECT_EQ(sample(after, "fencekeeper_acquire_wait_seconds_count"), 2);
 }
 
@@ -267,19 +268,23 @@ TEST_F(StatusSocketTest, SlowOversizedAndSurplusConnectionsAreClosed) {
   EXPECT_TRUE(closedWithin(surplus, milliseconds(2'000))) << "the 65th connection stayed open";
   close(surplus);
   for (int fd : idle) close(fd);
-  EXPECT_TRUE(waitUntil([&] {
-    auto a = httpGet(path(), "/healthz", milliseconds(1000));
-    return a && a->code == 200;
-  }, milliseconds(5000)));
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        auto a = httpGet(path(), "/healthz", milliseconds(1000));
+        return a && a->code == 200;
+      },
+      milliseconds(5000)));
 }
 
 TEST_F(StatusSocketTest, ReadyzIs503WhileZooKeeperIsDownAndHealthzStays200) {
   cluster.zk().stop(0);
   std::optional<HttpAnswer> ready;
-  ASSERT_TRUE(waitUntil([&] {
-    ready = httpGet(path(), "/readyz", milliseconds(2000));
-    return ready && ready->code == 503;
-  }, milliseconds(10'000)));
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        ready = httpGet(path(), "/readyz", milliseconds(2000));
+        return ready && ready->code == 503;
+      },
+      milliseconds(10'000)));
   EXPECT_NE(ready->body.find("not vouched for"), std::string::npos) << ready->body;
   EXPECT_EQ(get("/healthz").code, 200) << "restarting the sidecar would not bring ZooKeeper back";
   auto s = decode(get("/status").body);
@@ -290,10 +295,12 @@ TEST_F(StatusSocketTest, ReadyzIs503WhileZooKeeperIsDownAndHealthzStays200) {
   EXPECT_GE(sample(metrics, "fencekeeper_vouching_lapses_total"), 1);
 
   cluster.zk().restart(0);
-  EXPECT_TRUE(waitUntil([&] {
-    auto a = httpGet(path(), "/readyz", milliseconds(2000));
-    return a && a->code == 200;
-  }, milliseconds(30'000)));
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        auto a = httpGet(path(), "/readyz", milliseconds(2000));
+        return a && a->code == 200;
+      },
+      milliseconds(30'000)));
 }
 
 TEST_F(StatusSocketTest, HealthzIs503WhileTheLeaseSocketCannotAccept) {
@@ -321,21 +328,27 @@ TEST_F(StatusSocketTest, HealthzIs503WhileTheLeaseSocketCannotAccept) {
   ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &limit, nullptr), 0);
   std::vector<int> hogs;
   std::optional<HttpAnswer> sick;
-  ASSERT_TRUE(waitUntil([&] {
-    hogs.push_back(rpcframes::dial(cluster.socket(0)));
-    if (write(probe, request.data(), request.size()) <= 0) return false;
-    sick = readOneAnswer(probe, milliseconds(2000));
-    return sick && sick->code == 503;
-  }, milliseconds(4000))) << "the sidecar's fds never ran out";
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        hogs.push_back(rpcframes::dial(cluster.socket(0)));
+        if (write(probe, request.data(), request.size()) <= 0) return false;
+        sick = readOneAnswer(probe, milliseconds(2000));
+        return sick && sick->code == 503;
+      },
+      milliseconds(4000)))
+      << "the sidecar's fds never ran out";
   EXPECT_NE(sick->body.find("lease socket does not accept"), std::string::npos) << sick->body;
 
   for (int fd : hogs) {
     if (fd >= 0) close(fd);
   }
-  EXPECT_TRUE(waitUntil([&] {
-    auto a = httpGet(path(), "/healthz", milliseconds(1000));
-    return a && a->code == 200;
-  }, milliseconds(10'000))) << "accepting again";
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        auto a = httpGet(path(), "/healthz", milliseconds(1000));
+        return a && a->code == 200;
+      },
+      milliseconds(10'000)))
+      << "accepting again";
   close(probe);
   limit.rlim_cur = limit.rlim_max = 4096;
   prlimit(pid, RLIMIT_NOFILE, &limit, nullptr);
@@ -428,10 +441,10 @@ TEST(StatusSocketScrapes, ScrapesLeaveHeartbeatsAndHoldersAlone) {
     ++heartbeats;
   }
   long long longestCheckUs = *std::max_element(checkUs.begin(), checkUs.end());
-  std::printf("1,000 leases, %d s of scrapes (/status, /metrics): %s heartbeat round trip max "
-              "%lld us over %d; holder check() max %lld us over %zu\n",
-              kSeconds, counts.c_str(), longestHeartbeatUs, heartbeats, longestCheckUs,
-              checkUs.size());
+  std::printf(
+      "1,000 leases, %d s of scrapes (/status, /metrics): %s heartbeat round trip max "
+      "%lld us over %d; holder check() max %lld us over %zu\n",
+      kSeconds, counts.c_str(), longestHeartbeatUs, heartbeats, longestCheckUs, checkUs.size());
   EXPECT_GT(heartbeats, 0);
   // A heartbeat answered later than Q anchors nothing; a loop that stalls for Q delays it so.
   EXPECT_EQ(log.find("it anchors nothing"), std::string::npos) << "a heartbeat waited past Q";

@@ -97,9 +97,8 @@ std::optional<HttpAnswer> httpExchange(const std::string& path, const std::strin
 
 std::optional<HttpAnswer> httpGet(const std::string& path, const std::string& target,
                                   std::chrono::milliseconds timeout) {
-  return httpExchange(path,
-                      "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-                      timeout);
+  return httpExchange(
+      path, "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", timeout);
 }
 
 }  // namespace fencekeeper::testing

@@ -1,10 +1,9 @@
 #include "tests/support/sidecar_cluster.h"
 
-#include <algorithm>
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 

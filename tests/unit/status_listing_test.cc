@@ -43,8 +43,8 @@ TEST(StatusListing, HundredThousandLeasesAreCountedAndTheListingIsCappedAndSaysS
   std::vector<std::unique_ptr<testing::EngineRequest>> leases;
   leases.reserve(kLeases);
   for (int i = 0; i < kLeases; ++i) {
-    leases.push_back(testing::startRequest(engine, "l" + std::to_string(i), Millis(60'000),
-                                           Millis(600'000)));
+    leases.push_back(
+        testing::startRequest(engine, "l" + std::to_string(i), Millis(60'000), Millis(600'000)));
   }
   settle();
   ASSERT_TRUE(leases.back()->granted());
