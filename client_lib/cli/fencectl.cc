@@ -2,7 +2,8 @@
 //   fencectl [--socket PATH] [--expect-uid UID] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL]
 //            [--grace DUR] -- CMD [ARG...]
 //   fencectl [--socket PATH] [--expect-uid UID] holder NAME [--json]
-//   fencectl [--socket PATH] [--expect-uid UID] status [--json]
+//   fencectl [--socket PATH] [--expect-uid UID] status [--json] [--watch [--interval DUR]]
+//   fencectl [--socket PATH] health [--ready] [--status-socket PATH] [--timeout DUR]
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -11,8 +12,10 @@
 #include <string>
 
 #include "client_lib/cli/exit_codes.h"
+#include "client_lib/cli/health_command.h"
 #include "client_lib/cli/lock_command.h"
 #include "client_lib/cli/query_commands.h"
+#include "client_lib/cli/status_command.h"
 #include "client_lib/cli/supervisor.h"
 #include "fencekeeper/client.h"
 #include "sidecar/common/duration.h"
@@ -39,7 +42,17 @@ constexpr const char* kUsage = R"(usage:
       Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
       (the TTL, or less when the sidecar's ZooKeeper session bounds it).
   fencectl [--socket PATH] holder NAME [--json]   who holds NAME now
-  fencectl [--socket PATH] status [--json]        the sidecar's state
+  fencectl [--socket PATH] status [--json] [--watch [--interval DUR]]
+      The sidecar's state: a summary, then its leases and waiters as tables. --json: the
+      status socket's /status document instead (Cap'n Proto's JSON of the schema's Status).
+      --watch: again every --interval (default 2s) until SIGINT or SIGTERM (exit 0); on a
+      terminal the screen is cleared each time, else each refresh starts with a "---" line
+      (with --json: one document a line).
+  fencectl [--socket PATH] health [--ready] [--status-socket PATH] [--timeout DUR]
+      Asks the status socket's /healthz (--ready: /readyz), prints the answer's line and
+      exits 0 on 200, 1 on any other answer, none within --timeout (default 2s), or no
+      socket: for Kubernetes exec probes. --status-socket defaults to
+      $FENCEKEEPER_STATUS_SOCKET, else status.sock beside the lease socket.
 
 The socket defaults to $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock (in
 its subdirectory NAME.d/ when the socket's directory is writable by others, as the sidecar
@@ -48,7 +61,7 @@ must own the socket file, in a directory no one else can write, and where that d
 sits in one others can write (a Kubernetes emptyDir, /tmp), be root or fencectl's own uid.
   --expect-uid UID   the sidecar must run as UID instead (env FENCEKEEPER_EXPECT_UID)
 A server that fails the check is refused (exit 69) with both uids named.
-Exit codes:
+Exit codes (health: 0 on 200, else 1; 64 for invalid arguments):
   CMD's own exit status when it ended by itself
   128+N  CMD killed by signal N (137: still running --grace after a SIGINT or SIGTERM);
          or fencectl got signal N while waiting for the lock, and CMD never ran
@@ -106,7 +119,14 @@ int run(int argc, char** argv) {
   }
   if (i >= argc) return usage("missing command");
   std::string command = argv[i++];
-  if (command == "holder" || command == "status") {
+  auto duration = [&](const std::string& flag, Millis& out) {
+    auto v = next(flag.c_str());
+    auto d = v ? parseDuration(*v) : std::nullopt;
+    if (!d) return false;
+    out = *d;
+    return true;
+  };
+  if (command == "holder") {
     bool json = false;
     std::string name;
     for (; i < argc; ++i) {
@@ -115,15 +135,59 @@ int run(int argc, char** argv) {
         json = true;
       } else if (a == "--socket" && i + 1 < argc) {
         socket = argv[++i];
-      } else if (command == "holder" && name.empty() && a[0] != '-') {
+      } else if (name.empty() && a[0] != '-') {
         name = a;
       } else {
         return usage("unexpected argument " + a);
       }
     }
-    if (command == "status") return statusCommand(sidecar, json);
     if (name.empty()) return usage("holder needs a lock NAME");
     return holderCommand(sidecar, name, json);
+  }
+  if (command == "status") {
+    StatusArgs args;
+    bool interval = false;
+    for (; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--json") {
+        args.json = true;
+      } else if (a == "--watch") {
+        args.watch = true;
+      } else if (a == "--interval") {
+        if (!duration(a, args.interval) || args.interval.count() == 0) {
+          return usage("bad --interval");
+        }
+        interval = true;
+      } else if (a == "--socket" && i + 1 < argc) {
+        socket = argv[++i];
+      } else {
+        return usage("unexpected argument " + a);
+      }
+    }
+    if (interval && !args.watch) return usage("--interval needs --watch");
+    return statusCommand(sidecar, args);
+  }
+  if (command == "health") {
+    HealthArgs args;
+    for (; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--ready") {
+        args.ready = true;
+      } else if (a == "--timeout") {
+        if (!duration(a, args.timeout) || args.timeout.count() == 0) {
+          return usage("bad --timeout");
+        }
+      } else if (a == "--status-socket") {
+        auto v = next("--status-socket");
+        if (!v || v->empty()) return usage("--status-socket needs a path");
+        args.statusSocket = *v;
+      } else if (a == "--socket" && i + 1 < argc) {
+        socket = argv[++i];
+      } else {
+        return usage("unexpected argument " + a);
+      }
+    }
+    return healthCommand(sidecar, args);
   }
   if (command != "lock") return usage("unknown command " + command);
 
@@ -134,20 +198,13 @@ int run(int argc, char** argv) {
       for (++i; i < argc; ++i) args.command.emplace_back(argv[i]);
       break;
     }
-    auto duration = [&](Millis& out) {
-      auto v = next(a.c_str());
-      auto d = v ? parseDuration(*v) : std::nullopt;
-      if (!d) return false;
-      out = *d;
-      return true;
-    };
     if (a == "--ttl") {
-      if (!duration(args.ttl) || args.ttl.count() == 0) return usage("bad --ttl");
+      if (!duration(a, args.ttl) || args.ttl.count() == 0) return usage("bad --ttl");
     } else if (a == "--wait") {
-      if (!duration(args.wait)) return usage("bad --wait");
+      if (!duration(a, args.wait)) return usage("bad --wait");
     } else if (a == "--grace") {
       Millis g;
-      if (!duration(g)) return usage("bad --grace");
+      if (!duration(a, g)) return usage("bad --grace");
       args.grace = g;
     } else if (a == "--owner") {
       auto v = next("--owner");

@@ -1,4 +1,4 @@
-// `fencectl holder` and `fencectl status`: the sidecar's answers, for people or as JSON.
+// `fencectl holder`: who holds a lock, for people or as JSON.
 #pragma once
 
 #include <string>
@@ -8,6 +8,5 @@
 namespace fencekeeper {
 
 int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool json);
-int statusCommand(const SidecarAddress& sidecar, bool json);
 
 }  // namespace fencekeeper

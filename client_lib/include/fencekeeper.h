@@ -35,8 +35,10 @@
  *   - Strings passed in (socket path, lock name, owner label) are copied before the call
  *     returns: the caller keeps ownership.
  *   - Strings returned by fk_error_name() and fk_loss_reason_name() are static. The string
- *     returned by fk_lease_name() lives as long as its lease handle. fk_error and fk_holder_info
- *     are caller-allocated structs that the library fills in (fixed-size, NUL-terminated text).
+ *     returned by fk_lease_name() lives as long as its lease handle. fk_error, fk_holder_info
+ *     and fk_status_info are caller-allocated structs that the library fills in (fixed-size,
+ *     NUL-terminated text). The text fk_status_json() returns is the caller's, freed with
+ *     fk_free().
  *   - `user_data` is the caller's: the library only passes it to on_lost. It must stay valid
  *     until fk_lease_free() returns (or fk_acquire() failed).
  */
@@ -130,6 +132,34 @@ typedef struct fk_holder_info {
   int this_sidecar;      /* held through this sidecar's ZooKeeper session */
 } fk_holder_info;
 
+#define FK_STATUS_TEXT_MAX 64
+
+/* The sidecar's state in numbers: what `fencectl status` summarizes (fk_status_json() has the
+ * whole answer, leases and waiters included). Text is NUL-terminated, cut to fit. */
+typedef struct fk_status_info {
+  size_t size;                         /* set to sizeof(fk_status_info) before the call */
+  char zk_state[FK_STATUS_TEXT_MAX];   /* "connected", "connecting", "expired", ... */
+  char session_id[FK_STATUS_TEXT_MAX]; /* hex, "0x..." */
+  uint32_t session_timeout_ms;         /* negotiated with ZooKeeper */
+  uint32_t safe_for_ms;                /* how long the sidecar can still vouch for it */
+  uint32_t leases_held;
+  uint32_t waiters; /* acquires not granted yet */
+  uint32_t connections;
+  uint32_t pending_deletes; /* lock node deletions not confirmed yet */
+  uint64_t uptime_ms;
+  uint64_t grants_total;
+  uint64_t dropped_deletes; /* unconfirmed deletions given up at the bound */
+  uint64_t refused_total;   /* requests refused by a limit or the allow-list */
+  uint64_t accept_failures;
+  int accepting;                           /* 0 while accept() fails: nobody new gets in */
+  int ready;                               /* the session is vouched for (/readyz's 200) */
+  int healthy;                             /* the loop serves, every socket accepts (/healthz) */
+  char not_ready_reason[FK_MESSAGE_MAX];   /* empty when ready */
+  char not_healthy_reason[FK_MESSAGE_MAX]; /* empty when healthy */
+  char version[FK_STATUS_TEXT_MAX];        /* fencekeeper's version */
+  char instance_id[FK_STATUS_TEXT_MAX];    /* the sidecar process's id, new at every start */
+} fk_status_info;
+
 /* Options of fk_connect_with(). Fill with fk_connect_options_init(); `size` as in
  * fk_acquire_options. */
 typedef struct fk_connect_options {
@@ -202,6 +232,21 @@ FK_EXPORT void fk_lease_free(fk_lease* lease);
 
 /* Who holds the lock `name`, through any sidecar or a kazoo client. Set out->size first. */
 FK_EXPORT int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error* err);
+
+/* The sidecar's state (one status() call). Set out->size first: a larger size (a caller built
+ * against a newer header) gets the fields this library knows, the rest left as they were;
+ * a smaller one is refused with FK_ERR_INVALID_ARGUMENT. */
+FK_EXPORT int fk_status(fk_client* client, fk_status_info* out, fk_error* err);
+
+/* The sidecar's whole state as JSON, the document the status socket's GET /status serves: Cap'n
+ * Proto's JsonCodec encoding of the schema's Status (ipc/fencekeeper.capnp; field names as
+ * there, 64-bit numbers as strings, leases and waiters listed up to `listingCap`). On FK_OK
+ * `*json_out` is a NUL-terminated UTF-8 string, the caller's to free with fk_free(); on
+ * failure it is NULL. */
+FK_EXPORT int fk_status_json(fk_client* client, char** json_out, fk_error* err);
+
+/* Frees memory the library handed to the caller (fk_status_json's text); NULL is a no-op. */
+FK_EXPORT void fk_free(void* memory);
 
 /* Names for logs, e.g. "timed out", "ttl expired"; static strings ("unknown ..." otherwise). */
 FK_EXPORT const char* fk_error_name(int code);

@@ -1,6 +1,7 @@
 // The C ABI (fencekeeper.h) over the C++ client: handles own the C++ objects, every entry point
 // catches everything, and codes pass through unchanged (the enums share their values).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -267,6 +268,59 @@ int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error
     return report(err, FK_OK);
   });
 }
+
+int fk_status(fk_client* client, fk_status_info* out, fk_error* err) {
+  return guarded(err, [&] {
+    if (!client || !out)
+      return report(err, FK_ERR_INVALID_ARGUMENT, "client and out must not be NULL");
+    if (out->size < sizeof(*out)) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "fk_status_info: size not set");
+    }
+    fencekeeper::SidecarStatus st;
+    Status status = client->client->status(&st);
+    if (!status.ok()) return report(err, status);
+    copyText(st.zkState, out->zk_state, sizeof(out->zk_state));
+    copyText(st.sessionId, out->session_id, sizeof(out->session_id));
+    out->session_timeout_ms = st.sessionTimeoutMs;
+    out->safe_for_ms = st.safeForMs;
+    out->leases_held = st.leasesHeld;
+    out->waiters = st.waiters;
+    out->connections = st.connections;
+    out->pending_deletes = st.pendingDeletes;
+    out->uptime_ms = st.uptimeMs;
+    out->grants_total = st.grantsTotal;
+    out->dropped_deletes = st.droppedDeletes;
+    out->refused_total = st.refusedTotal;
+    out->accept_failures = st.acceptFailures;
+    out->accepting = st.accepting ? 1 : 0;
+    out->ready = st.ready ? 1 : 0;
+    out->healthy = st.healthy ? 1 : 0;
+    copyText(st.notReadyReason, out->not_ready_reason, sizeof(out->not_ready_reason));
+    copyText(st.notHealthyReason, out->not_healthy_reason, sizeof(out->not_healthy_reason));
+    copyText(st.version, out->version, sizeof(out->version));
+    copyText(st.instanceId, out->instance_id, sizeof(out->instance_id));
+    return report(err, FK_OK);
+  });
+}
+
+int fk_status_json(fk_client* client, char** json_out, fk_error* err) {
+  return guarded(err, [&] {
+    if (json_out) *json_out = nullptr;
+    if (!client || !json_out) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "client and json_out must not be NULL");
+    }
+    std::string json;
+    Status status = client->client->statusJson(&json);
+    if (!status.ok()) return report(err, status);
+    char* text = static_cast<char*>(std::malloc(json.size() + 1));
+    if (!text) return report(err, FK_ERR_INTERNAL, "out of memory");
+    std::memcpy(text, json.c_str(), json.size() + 1);
+    *json_out = text;
+    return report(err, FK_OK);
+  });
+}
+
+void fk_free(void* memory) { std::free(memory); }
 
 const char* fk_error_name(int code) {
   return fencekeeper::errorCodeName(static_cast<ErrorCode>(code));

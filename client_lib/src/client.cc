@@ -20,6 +20,7 @@
 #include "boot_clock.h"
 #include "client_lib/src/client_internal.h"
 #include "client_lib/src/server_check.h"
+#include "client_lib/src/status_reader.h"
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/common/socket_path.h"
 #include "sidecar/loop/kj_loop.h"
@@ -215,7 +216,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Status setKeepAlive(LeaseState& state, bool on);
   void drop(uint64_t key);
   Status holder(const std::string& name, HolderInfo* out);
-  Status status(SidecarStatus* out);
+  // Asks for the sidecar's status; `read` gets the answer on the I/O thread.
+  Status status(const std::function<void(ipc::Status::Reader)>& read);
 
  private:
   struct IoLease {
@@ -607,51 +609,13 @@ Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
   });
 }
 
-Status ClientImpl::status(SidecarStatus* out) {
+Status ClientImpl::status(const std::function<void(ipc::Status::Reader)>& read) {
   return call([&]() -> kj::Promise<Status> {
     return withDeadline(
         KJ_ASSERT_NONNULL(sidecar_).statusRequest().send().then(
-            [out](capnp::Response<ipc::Sidecar::StatusResults> r) {
+            [&read](capnp::Response<ipc::Sidecar::StatusResults> r) {
               if (r.getError() != ipc::Error::OK) return failure(r);
-              auto s = r.getStatus();
-              out->zkState = s.getZkState();
-              out->sessionId = s.getSessionId();
-              out->sessionTimeoutMs = s.getSessionTimeoutMs();
-              out->safeForMs = s.getSafeForMs();
-              out->leasesHeld = s.getLeasesHeld();
-              out->waiters = s.getWaiters();
-              out->connections = s.getConnections();
-              out->uptimeMs = s.getUptimeMs();
-              out->grantsTotal = s.getGrantsTotal();
-              out->pendingDeletes = s.getPendingDeletes();
-              out->droppedDeletes = s.getDroppedDeletes();
-              out->foreignNodes.clear();
-              for (auto node : s.getForeignNodes()) out->foreignNodes.emplace_back(node);
-              out->root = s.getRoot();
-              out->leases.clear();
-              for (auto l : s.getLeases()) {
-                out->leases.push_back({l.getName(), l.getToken(), l.getOwnerLabel(),
-                                       l.getClientPid(), l.getValidMs(), l.getClientUid(),
-                                       l.getConnection()});
-              }
-              auto limits = s.getLimits();
-              out->limits = {limits.getMaxConnections(),        limits.getMaxLeasesPerPeer(),
-                             limits.getMaxWaitingPerPeer(),     limits.getMaxCallsPerConnection(),
-                             limits.getMaxLeases(),             limits.getMaxQueuedReplyBytes()};
-              out->connectionList.clear();
-              for (auto c : s.getConnectionList()) {
-                out->connectionList.push_back({c.getId(), c.getPid(), c.getUid(), c.getGid(),
-                                               c.getLeases(), c.getWaiting(),
-                                               c.getCallsInFlight(), c.getQueuedReplyBytes()});
-              }
-              out->peers.clear();
-              for (auto p : s.getPeers()) {
-                out->peers.push_back(
-                    {p.getUid(), p.getConnections(), p.getLeases(), p.getWaiting()});
-              }
-              out->refusedTotal = s.getRefusedTotal();
-              out->accepting = s.getAccepting();
-              out->acceptFailures = s.getAcceptFailures();
+              read(r.getStatus());
               return Status{};
             },
             [](kj::Exception&& e) {
@@ -739,7 +703,12 @@ std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOpt
   return impl_->acquire(name, options, status);
 }
 Status Client::holder(const std::string& name, HolderInfo* out) { return impl_->holder(name, out); }
-Status Client::status(SidecarStatus* out) { return impl_->status(out); }
+Status Client::status(SidecarStatus* out) {
+  return impl_->status([out](ipc::Status::Reader s) { internal::readStatus(s, out); });
+}
+Status Client::statusJson(std::string* out) {
+  return impl_->status([out](ipc::Status::Reader s) { *out = internal::statusJson(s); });
+}
 bool Client::connected() const { return impl_->connected(); }
 int internal::connectionFd(const Client& client) { return client.impl_->connectionFd(); }
 

@@ -603,3 +603,52 @@ int fk_scenario_impostor(const char* socket, int64_t impostor_uid, const char* d
   fk_client_close(client);
   return 0;
 }
+
+int fk_scenario_status(const char* socket) {
+  fk_error err;
+  fk_client* client = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options options;
+  fk_status_info st;
+  char* json = NULL;
+  char want[96];
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
+  memset(&st, 0, sizeof(st));
+  st.size = sizeof(st);
+  CHECK_CODE(FK_OK, fk_status(client, &st, &err));
+  CHECK(strcmp(st.zk_state, "connected") == 0 && strncmp(st.session_id, "0x", 2) == 0);
+  CHECK(st.session_timeout_ms > 0 && st.safe_for_ms > 0 && st.ready && st.healthy);
+  CHECK(st.not_ready_reason[0] == '\0' && st.not_healthy_reason[0] == '\0');
+  CHECK(st.version[0] != '\0' && st.instance_id[0] != '\0' && st.accepting);
+  CHECK(st.leases_held == 0 && st.waiters == 0 && st.connections >= 1);
+
+  fk_acquire_options_init(&options);
+  options.owner_label = "c-status";
+  CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/status", &options, &lease, &err));
+  CHECK_CODE(FK_OK, fk_status(client, &st, &err));
+  CHECK(st.leases_held == 1 && st.grants_total >= 1 && st.uptime_ms > 0);
+
+  /* The JSON is the status socket's: the schema's field names, 64-bit numbers as strings. */
+  CHECK_CODE(FK_OK, fk_status_json(client, &json, &err));
+  CHECK(json != NULL && json[0] == '{');
+  CHECK(strstr(json, "\"zkState\":\"connected\"") != NULL);
+  CHECK(strstr(json, "\"ready\":true") != NULL && strstr(json, "\"leasesHeld\":1") != NULL);
+  CHECK(strstr(json, "\"name\":\"c-abi/status\"") != NULL);
+  CHECK(strstr(json, "\"ownerLabel\":\"c-status\"") != NULL);
+  snprintf(want, sizeof want, "\"token\":\"%llu\"", (unsigned long long)fk_lease_token(lease));
+  CHECK(strstr(json, want) != NULL);
+  fk_free(json);
+  fk_free(NULL);
+
+  st.size = sizeof(st) - 1;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_status(client, &st, &err));
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_status(client, NULL, &err));
+  json = (char*)&st; /* set to NULL on failure */
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_status_json(NULL, &json, &err));
+  CHECK(json == NULL);
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_status_json(client, NULL, &err));
+  fk_lease_free(lease);
+  fk_client_close(client);
+  return 0;
+}

@@ -24,6 +24,9 @@ int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* 
 /* fk_connect_with(): expect_uid of this process's uid (the sidecar's) accepted, another refused;
  * options of an unknown size refused. */
 int fk_scenario_connect_options(const char* socket);
+/* fk_status() and fk_status_json() (freed with fk_free()) with no lease and with one; sizes and
+ * NULLs refused. */
+int fk_scenario_status(const char* socket);
 /* `socket`: the configured path where an impostor under `impostor_uid` serves (fk-fake-sidecar,
  * answering limitReached with `detail`): refused by default, trusted with expect_uid, and then
  * its detail is in fk_error.message. */

@@ -160,6 +160,38 @@ class ClientTest(fk_harness.ClusterTestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout)["token"], lease.token)
 
+    def test_status_is_the_status_sockets_document(self):
+        with self.client.lock("py/status", owner="py-status") as lease, \
+                fencekeeper.Client(self.socket) as other:
+            waiter = threading.Thread(
+                target=lambda: other.acquire("py/status", wait=10, owner="py-waiter").release())
+            waiter.start()
+            self.addCleanup(waiter.join, 15)
+
+            def queued():  # its node made and looked at
+                st = self.client.status()
+                return st if [w["state"] for w in st["waiterList"]] == ["waiting"] else None
+            st = fk_harness.wait_until(queued, 10, "the waiter to be queued")
+            self.assertEqual((st["zkState"], st["ready"], st["healthy"]),
+                             ("connected", True, True), st)
+            self.assertEqual((st["leasesHeld"], st["listingTruncated"]), (1, False), st)
+            self.assertGreater(st["safeForMs"], 0)
+            self.assertTrue(st["version"] and st["instanceId"], st)
+            [held] = [l for l in st["leases"] if l["name"] == "py/status"]
+            self.assertEqual((int(held["token"]), held["ownerLabel"], held["state"],
+                              held["clientPid"]), (lease.token, "py-status", "held", os.getpid()))
+            self.assertGreaterEqual(int(held["heldForMs"]), 0)
+            [queued] = st["waiterList"]
+            self.assertEqual((queued["name"], queued["ownerLabel"], queued["state"],
+                              queued["position"]), ("py/status", "py-waiter", "waiting", 1))
+        waiter.join(15)
+        self.assertFalse(waiter.is_alive())
+        # Not connected: refused like every other call.
+        closed = fencekeeper.Client(self.socket)
+        closed.close()
+        with self.assertRaises(fencekeeper.SidecarUnavailable):
+            closed.status()
+
     def test_close_releases_leases_and_default_socket_comes_from_the_environment(self):
         os.environ["FENCEKEEPER_SOCKET"] = self.socket
         try:

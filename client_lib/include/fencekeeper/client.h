@@ -99,6 +99,20 @@ struct LeaseSummary {
   uint32_t validMs = 0;
   uint32_t clientUid = 0;
   uint64_t connection = 0;  // the connection's number in the sidecar's log
+  uint64_t heldForMs = 0;   // since the grant
+  std::string state;        // "held" (released and lost leases are not listed)
+};
+
+// An acquire not granted yet.
+struct WaiterSummary {
+  std::string name;
+  std::string ownerLabel;
+  int32_t clientPid = 0;
+  uint32_t clientUid = 0;
+  uint64_t connection = 0;
+  std::string state;      // "creating" (its node is being made) or "waiting" (queued)
+  uint32_t position = 0;  // nodes ahead of it in the lock's queue, at the sidecar's last look
+  uint64_t waitedMs = 0;  // since the acquire
 };
 
 // The sidecar's limits (its flags of the same names; 0: unlimited).
@@ -109,6 +123,7 @@ struct SidecarLimits {
   uint32_t maxCallsPerConnection = 0;
   uint32_t maxLeases = 0;
   uint64_t maxQueuedReplyBytes = 0;
+  uint32_t maxQueuedReplies = 0;  // per connection
 };
 
 // What one connection counts against the limits.
@@ -149,9 +164,22 @@ struct SidecarStatus {
   SidecarLimits limits;
   std::vector<ConnectionCounts> connectionList;
   std::vector<PeerCounts> peers;
-  uint64_t refusedTotal = 0;    // requests refused by a limit or the allow-list since start
-  bool accepting = true;        // false while accept() fails (fds exhausted): nobody new gets in
+  uint64_t refusedTotal = 0;  // requests refused by a limit or the allow-list since start
+  bool accepting = true;      // false while accept() fails (fds exhausted): nobody new gets in
   uint64_t acceptFailures = 0;
+  std::vector<WaiterSummary> waiterList;
+  std::string version;     // fencekeeper's version
+  std::string build;       // the source revision and build type
+  std::string zkServers;   // the ZooKeeper connect string
+  std::string instanceId;  // the sidecar process's id (in its node names), new at every start
+  // `leases` and `waiterList` hold at most `listingCap` entries each (the counts cover all);
+  // `listingTruncated` says when they were cut.
+  bool listingTruncated = false;
+  uint32_t listingCap = 0;
+  bool ready = false;  // the session is vouched for: what the status socket's /readyz answers
+  std::string notReadyReason;
+  bool healthy = false;  // the loop serves and every socket accepts: /healthz
+  std::string notHealthyReason;
 };
 
 // How Client::connect decides to trust the process serving the socket (docs/security.md "Who may
@@ -229,6 +257,9 @@ class Client {
                                  Status* status = nullptr);
   Status holder(const std::string& name, HolderInfo* out);
   Status status(SidecarStatus* out);
+  // The same answer as JSON: Cap'n Proto's JsonCodec encoding of the schema's Status (field names
+  // as in ipc/fencekeeper.capnp, 64-bit numbers as strings), as the status socket's /status has it.
+  Status statusJson(std::string* out);
   // False once the connection to the sidecar dropped (every lease is then lost).
   bool connected() const;
 

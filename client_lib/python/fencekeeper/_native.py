@@ -79,6 +79,9 @@ _PROTOTYPES = {
     "fk_lease_release": (ctypes.c_int, [_P, _ERR]),
     "fk_lease_free": (None, [_P]),
     "fk_holder": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(HolderInfo), _ERR]),
+    # The text is the library's (a void pointer, not c_char_p, which would copy and lose it).
+    "fk_status_json": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_void_p), _ERR]),
+    "fk_free": (None, [ctypes.c_void_p]),
     "fk_error_name": (ctypes.c_char_p, [ctypes.c_int]),
     "fk_loss_reason_name": (ctypes.c_char_p, [ctypes.c_int]),
 }

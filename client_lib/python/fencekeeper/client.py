@@ -5,12 +5,13 @@ import atexit
 import contextlib
 import ctypes
 import datetime
+import json
 import math
 import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Union
 
 from . import _native
 from .errors import (ErrorCode, InvalidArgument, InvalidName, LossReason, NotHeld,
@@ -285,6 +286,22 @@ class Client:
                           owner=info.owner_label.decode("utf-8", "replace"),
                           since_unix_ms=int(info.since_unix_ms), waiters=int(info.waiters),
                           this_sidecar=bool(info.this_sidecar))
+
+    def status(self) -> Dict[str, Any]:
+        """The sidecar's state: the document its status socket serves at ``GET /status``
+        (Cap'n Proto's JSON of the schema's ``Status``, ipc/fencekeeper.capnp), parsed. Keys are
+        the schema's field names (``zkState``, ``safeForMs``, ``leases``, ``waiterList``,
+        ``ready``, ...); 64-bit numbers (tokens, ``uptimeMs``, ``grantsTotal``, ...) are
+        strings, as the codec writes them: ``int(lease["token"])``."""
+        text = ctypes.c_void_p()
+        err = _native.Error()
+        with self._in_call() as handle:
+            code = self._lib.fk_status_json(handle, ctypes.byref(text), ctypes.byref(err))
+        _check(code, err)
+        try:
+            return json.loads(ctypes.string_at(text).decode("utf-8"))
+        finally:
+            self._lib.fk_free(text)
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,30 @@
+// The sidecar's status socket (HTTP/1.1 on a Unix socket, read-only): what probes ask it.
+#pragma once
+
+#include <string>
+
+#include "fencekeeper/client.h"
+
+namespace fencekeeper {
+
+// One answer of the status socket.
+struct HttpAnswer {
+  int code = 0;      // the HTTP status code
+  std::string body;  // at most kMaxProbeBody bytes (a longer body fails the request)
+};
+constexpr size_t kMaxProbeBody = 64 * 1024;
+
+// GETs `target` (e.g. "/healthz") from the status socket at `socketPath` (in its subdirectory
+// "<name>.d/" where its directory is writable by others, as the sidecar binds it), within
+// `timeout` from connect to the body's end. kSidecarUnavailable, saying why, when it cannot
+// connect, the answer is not HTTP, or the time runs out. Any thread; blocks the caller (its own
+// short-lived event loop runs on a thread of its own).
+Status getFromStatusSocket(const std::string& socketPath, const std::string& target, Millis timeout,
+                           HttpAnswer* out);
+
+// The status socket the sidecar serves by default beside the lease socket `leaseSocket` (as
+// configured; see defaultSocketPath): $FENCEKEEPER_STATUS_SOCKET if set, else status.sock in the
+// directory where the sidecar binds the lease socket.
+std::string defaultStatusSocketPath(const std::string& leaseSocket);
+
+}  // namespace fencekeeper

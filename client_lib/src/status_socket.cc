@@ -1,0 +1,94 @@
+// GET over the status socket with KJ's HTTP client, on an event loop of its own (the caller's
+// thread may run a KJ loop already: a thread has at most one).
+#include "fencekeeper/status_socket.h"
+
+#include <kj/async-io.h>
+#include <kj/compat/http.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "sidecar/common/socket_path.h"
+
+namespace fencekeeper {
+namespace {
+
+Status unavailable(std::string why) { return Status{ErrorCode::kSidecarUnavailable, why}; }
+
+// The exchange, start to end, on the calling thread's new event loop.
+Status exchange(const std::string& path, const std::string& target, Millis timeout,
+                HttpAnswer* out) {
+  auto io = kj::setupAsyncIo();
+  kj::HttpHeaderTable table;
+  // Declared before the promise that uses them, so destroyed after it.
+  kj::Own<kj::AsyncIoStream> stream;
+  kj::Own<kj::HttpClient> client;
+  auto answer =
+      io.provider->getNetwork()
+          .parseAddress(kj::str("unix:", path.c_str()))
+          .then([](kj::Own<kj::NetworkAddress> address) {
+            return address->connect().attach(kj::mv(address));
+          })
+          .then([&](kj::Own<kj::AsyncIoStream> connected) {
+            stream = kj::mv(connected);
+            client = kj::newHttpClient(table, *stream);
+            kj::HttpHeaders headers(table);
+            headers.set(kj::HttpHeaderId::HOST, "localhost");
+            return client->request(kj::HttpMethod::GET, target.c_str(), headers, uint64_t(0))
+                .response;
+          })
+          .then([](kj::HttpClient::Response&& response) {
+            int code = static_cast<int>(response.statusCode);
+            auto& body = *response.body;
+            return body.readAllText(kMaxProbeBody + 1)
+                .then([code](kj::String text) {
+                  return HttpAnswer{code, std::string(text.cStr(), text.size())};
+                })
+                .attach(kj::mv(response.body));
+          });
+  auto late = io.provider->getTimer().afterDelay(timeout.count() * kj::MILLISECONDS);
+  auto inTime = answer.then([](HttpAnswer a) -> kj::Maybe<HttpAnswer> { return kj::mv(a); })
+                    .exclusiveJoin(late.then([]() -> kj::Maybe<HttpAnswer> { return nullptr; }));
+  try {
+    KJ_IF_MAYBE (a, inTime.wait(io.waitScope)) {
+      *out = kj::mv(*a);
+    } else {
+      return unavailable("no answer from the status socket " + path + " within " +
+                         std::to_string(timeout.count()) + " ms");
+    }
+  } catch (const kj::Exception& e) {
+    return unavailable("cannot GET " + target + " from the status socket " + path + ": " +
+                       e.getDescription().cStr());
+  }
+  if (out->body.size() > kMaxProbeBody) {
+    return unavailable("the status socket's answer to " + target + " exceeds " +
+                       std::to_string(kMaxProbeBody) + " bytes");
+  }
+  return Status{};
+}
+
+}  // namespace
+
+Status getFromStatusSocket(const std::string& socketPath, const std::string& target, Millis timeout,
+                           HttpAnswer* out) {
+  Status result;
+  std::string path = resolveSocketPath(socketPath);
+  std::thread([&] {
+    try {
+      result = exchange(path, target, timeout, out);
+    } catch (const std::exception& e) {
+      result = unavailable(std::string("status socket: ") + e.what());
+    }
+  }).join();
+  return result;
+}
+
+std::string defaultStatusSocketPath(const std::string& leaseSocket) {
+  const char* env = std::getenv("FENCEKEEPER_STATUS_SOCKET");
+  if (env && *env) return env;
+  std::string bound = resolveSocketPath(leaseSocket);
+  auto slash = bound.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : bound.substr(0, slash)) + "/status.sock";
+}
+
+}  // namespace fencekeeper
