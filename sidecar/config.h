@@ -1,8 +1,8 @@
 // The daemon's command line: flags, environment fallbacks, defaults, validation.
 #pragma once
 
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +36,7 @@ struct SidecarConfig {
   size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
+  std::string logFormat = "text";  // --log-format: text or json (sidecar/logging/log_format.h)
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
@@ -47,7 +48,8 @@ struct ParsedFlags {
   std::string message;
 };
 
-// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT).
+// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT,
+// FENCEKEEPER_LOG_FORMAT).
 ParsedFlags parseFlags(int argc, char** argv);
 
 }  // namespace fencekeeper
