@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include "sidecar/engine/lock_name.h"
 #include "sidecar/logging/line_fields.h"
 
 namespace fencekeeper::logging {
@@ -23,6 +24,10 @@ LineFields leaseFields(const engine::LeaseEvent& e) {
 
 int64_t ms(Millis d) { return d.count(); }
 
+// The owner label is the client's to choose: in the text line, a newline or quote in it must not
+// forge a line or end the quotes (the JSON field has it whole).
+std::string quotable(std::string_view label) { return engine::printable(label, label.size()); }
+
 }  // namespace
 
 void EventLog::leaseEvent(const engine::LeaseEvent& e) {
@@ -32,9 +37,10 @@ void EventLog::leaseEvent(const engine::LeaseEvent& e) {
     case LeaseEventKind::kGranted:
       fields.push_back({"ttl_ms", ms(e.ttl)});
       fields.push_back({"waited_ms", ms(e.waited)});
-      logWithFields(spdlog::level::info, line,
-                    fmt::format("grant lock={} token={} client={} owner='{}' ttl={}ms waited={}ms",
-                                e.lock, e.token, e.client, e.ownerLabel, ms(e.ttl), ms(e.waited)));
+      logWithFields(
+          spdlog::level::info, line,
+          fmt::format("grant lock={} token={} client={} owner='{}' ttl={}ms waited={}ms", e.lock,
+                      e.token, e.client, quotable(e.ownerLabel), ms(e.ttl), ms(e.waited)));
       break;
     case LeaseEventKind::kRenewFailed:
       fields.push_back({"error", engine::errorName(e.error)});

@@ -243,6 +243,24 @@ TEST(EventLog, LeaseEventsInBothFormats) {
   }
 }
 
+TEST(EventLog, AnOwnerLabelCannotForgeATextLine) {
+  engine::LeaseEvent e = sampleEvent(engine::LeaseEventKind::kGranted);
+  e.ownerLabel = "x'\n2026-12-03T00:00:00.000 info grant lock=orders token=1 \\";
+  {
+    CapturedLog text(false);
+    EventLog().leaseEvent(e);
+    auto lines = text.lines();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find(" owner='x\\x27\\x0a2026-12-03T00:00:00.000 info grant lock=orders "
+                            "token=1 \\x5c' ttl="),
+              std::string::npos)
+        << lines[0];
+  }
+  CapturedLog json(true);
+  EventLog().leaseEvent(e);
+  EXPECT_EQ(member(json.onlyObject(), "owner"), e.ownerLabel);
+}
+
 TEST(EventLog, SessionEventsInBothFormats) {
   {
     CapturedLog text(false);
