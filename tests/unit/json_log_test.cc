@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+#include <zookeeper_log.h>
 
 #include <regex>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "sidecar/logging/event_log.h"
 #include "sidecar/logging/json_formatter.h"
 #include "sidecar/logging/json_string.h"
+#include "sidecar/zk/c_client_log.h"
 #include "tests/support/strict_json.h"
 
 namespace fencekeeper::logging {
@@ -297,6 +299,17 @@ TEST(EventLog, FieldsBelongToTheirLineOnly) {
   ASSERT_TRUE(after) << error;
   EXPECT_EQ(member(*after, "event"), "log");
   EXPECT_EQ(after->find("lock"), nullptr);
+}
+
+// What the ZooKeeper C client logs without a handle went to stderr, outside any --log-format.
+TEST(ZooKeeperClientLog, LinesWithoutAHandleGoThroughSpdlog) {
+  CapturedLog json(true);
+  zk::routeCClientLogStream();
+  log_message(nullptr, ZOO_LOG_LEVEL_ERROR, __LINE__, "test", "no handle %d", 7);
+  JsonValue v = json.onlyObject();
+  EXPECT_EQ(member(v, "level"), "debug");
+  EXPECT_NE(member(v, "msg").find("zookeeper client: "), std::string::npos) << member(v, "msg");
+  EXPECT_NE(member(v, "msg").find("no handle 7"), std::string::npos) << member(v, "msg");
 }
 
 }  // namespace
