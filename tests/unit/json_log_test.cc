@@ -1,6 +1,7 @@
 // The JSON log format: string escaping, the formatter's members, and the event log's lease and
 // session events in both formats (the text lines are the ones scripts grep).
 #include <gtest/gtest.h>
+#include <kj/debug.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <zookeeper_log.h>
@@ -11,6 +12,7 @@
 #include "sidecar/logging/event_log.h"
 #include "sidecar/logging/json_formatter.h"
 #include "sidecar/logging/json_string.h"
+#include "sidecar/logging/kj_log.h"
 #include "sidecar/zk/c_client_log.h"
 #include "tests/support/strict_json.h"
 
@@ -299,6 +301,19 @@ TEST(EventLog, FieldsBelongToTheirLineOnly) {
   ASSERT_TRUE(after) << error;
   EXPECT_EQ(member(*after, "event"), "log");
   EXPECT_EQ(after->find("lock"), nullptr);
+}
+
+// KJ_LOG wrote to stderr directly, outside any --log-format.
+TEST(KjLog, KjLinesGoThroughSpdlog) {
+  CapturedLog json(true);
+  {
+    KjLogToSpdlog bridge;
+    KJ_LOG(WARNING, "a kj warning", 42);
+  }
+  JsonValue v = json.onlyObject();
+  EXPECT_EQ(member(v, "level"), "warning");
+  EXPECT_EQ(member(v, "msg").rfind("kj ", 0), 0u) << member(v, "msg");
+  EXPECT_NE(member(v, "msg").find("a kj warning; 42"), std::string::npos) << member(v, "msg");
 }
 
 // What the ZooKeeper C client logs without a handle went to stderr, outside any --log-format.
