@@ -12,9 +12,11 @@ namespace fencekeeper::zk {
 
 namespace {
 
-// A stdio stream whose complete lines go to spdlog (glibc's fopencookie). Called under the
-// stream's lock, so `pending` needs none of its own.
+// A stdio stream whose complete lines go to spdlog (glibc's fopencookie). glibc calls it under
+// the stream's lock, which TSan does not see: `pending` gets a lock of its own too.
 ssize_t writeLines(void* cookie, const char* data, size_t size) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
   auto& pending = *static_cast<std::string*>(cookie);
   pending.append(data, size);
   size_t start = 0;
