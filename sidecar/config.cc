@@ -81,6 +81,12 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          their own series, the rest "_other"; default off: unbounded names)
 
   --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --log-format FORMAT    text or json (env FENCEKEEPER_LOG_FORMAT; default text): json writes
+                         every line as one JSON object with time (RFC 3339, UTC, ms), level,
+                         event (grant, renew_failed, lost, release, session_state,
+                         vouching_lapsed; "log" for other lines) and msg, and each lease
+                         event's lock, token, client_pid, client_uid, connection, owner,
+                         reason, ttl_ms, waited_ms, held_ms, how (docs/operations.md, Logs)
   --help                 this text
 
 Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
@@ -123,6 +129,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (const char* v = std::getenv("FENCEKEEPER_ZK")) c.zk = v;
   if (const char* v = std::getenv("FENCEKEEPER_SOCKET")) c.socket = v;
   if (const char* v = std::getenv("FENCEKEEPER_ROOT")) c.root = v;
+  if (const char* v = std::getenv("FENCEKEEPER_LOG_FORMAT")) c.logFormat = v;
 
   enum : int {
     kZk = 1000,
@@ -139,6 +146,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxPendingDeletes,
     kSocketWorld,
     kLogLevel,
+    kLogFormat,
     kMaxConnections,
     kMaxLeasesPerPeer,
     kMaxWaitingPerPeer,
@@ -168,6 +176,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-pending-deletes", required_argument, nullptr, kMaxPendingDeletes},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
+      {"log-format", required_argument, nullptr, kLogFormat},
       {"max-connections", required_argument, nullptr, kMaxConnections},
       {"max-leases-per-peer", required_argument, nullptr, kMaxLeasesPerPeer},
       {"max-waiting-per-peer", required_argument, nullptr, kMaxWaitingPerPeer},
@@ -279,6 +288,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kLogLevel:
         c.logLevel = optarg;
         break;
+      case kLogFormat:
+        c.logFormat = optarg;
+        break;
       case kMaxConnections:
         if (!count(c.limits.maxConnections, UINT32_MAX)) return badCount();
         break;
@@ -327,6 +339,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
     }
   }
   if (optind < argc) return bad(std::string("unexpected argument '") + argv[optind] + "'");
+  if (c.logFormat != "text" && c.logFormat != "json") {
+    return bad("bad --log-format '" + c.logFormat + "' (text or json)");
+  }
   if (c.zk.empty() && !c.dev) return bad("give --zk HOSTS or --dev");
   if (!validRoot(c.root)) return bad("--root must be an absolute znode path like /fencekeeper");
   if (c.defaultTtl > c.maxTtl) return bad("--default-ttl is longer than --max-ttl");

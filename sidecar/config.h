@@ -36,6 +36,7 @@ struct SidecarConfig {
   size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
+  std::string logFormat = "text";  // --log-format: text or json (sidecar/logging/log_format.h)
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
@@ -53,7 +54,8 @@ struct ParsedFlags {
   std::string message;
 };
 
-// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT).
+// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT,
+// FENCEKEEPER_LOG_FORMAT).
 ParsedFlags parseFlags(int argc, char** argv);
 
 }  // namespace fencekeeper

@@ -14,6 +14,8 @@
 #include "sidecar/devzk/zk_server.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/logging/event_log.h"
+#include "sidecar/logging/kj_log.h"
+#include "sidecar/logging/log_format.h"
 #include "sidecar/loop/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/status_report.h"
@@ -101,9 +103,7 @@ int run(const SidecarConfig& config) {
     devServer = std::make_unique<devzk::ZkServerProcess>(options);
     devServer->start();
     hosts = devServer->connectString();
-    std::printf("fencekeeper --dev: private ZooKeeper serving; join it with --zk %s\n",
-                hosts.c_str());
-    std::fflush(stdout);
+    logging::announce("fencekeeper --dev: private ZooKeeper serving; join it with --zk " + hosts);
   }
 
   auto io = kj::setupAsyncIo();
@@ -209,7 +209,8 @@ int main(int argc, char** argv) {
     return parsed.exitCode;
   }
   spdlog::set_level(spdlog::level::from_str(parsed.config->logLevel));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  fencekeeper::logging::useLogFormat(parsed.config->logFormat);
+  fencekeeper::logging::KjLogToSpdlog kjLog;
   try {
     return fencekeeper::run(*parsed.config);
   } catch (const std::exception& e) {
