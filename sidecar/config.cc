@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 
 #include "sidecar/common/duration.h"
 
@@ -72,12 +73,48 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
   --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
 
   --log-level LEVEL      trace, debug, info, warn, error (default info)
+
+Status socket (read-only HTTP: GET /healthz, /readyz, /status, /metrics; docs/operations.md):
+  --status-socket PATH   the status socket (default status.sock in the directory of
+                         --socket; none disables it), with the same directory rules as
+                         --socket; `fencectl health` and curl --unix-socket ask it
+  --status-listen ADDR:PORT  serve the same endpoints on TCP too, e.g. for Prometheus
+                         (default off; ADDR an IPv4 address, [IPv6 address] or host name,
+                         PORT 1 to 65535)
+  --metrics-lock-labels  add the lock name as a label to the metrics (default off: lock
+                         names are unbounded, and so would be the number of series)
+  --log-format FORMAT    text, or json: one JSON object a line (default text)
+  --check-config         parse every flag as a start would, print the effective
+                         configuration (key=value, one a line; shutdown-wait-ms is the
+                         longest SIGTERM waits for ZooKeeper) and exit 0, touching neither
+                         ZooKeeper nor any socket or file; a bad flag exits 64 as ever
   --help                 this text
 
 Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
-SIGTERM/SIGINT: tell every holder, delete every lease's node, close the session,
-remove the socket (only the one it created), exit 0.
+SIGTERM/SIGINT: tell every holder, delete every lease's node (waiting for ZooKeeper's
+confirmation at most the session timeout + 5s), close the session, remove the socket
+(only the one it created), exit 0.
 )";
+
+// Shutdown waits for holders to acknowledge their loss, at most for the validity they were
+// given, which the session timeout bounds; the slack covers ZooKeeper's confirmations.
+constexpr Millis kShutdownSlack{5'000};
+
+// ADDR:PORT with a non-empty address ([...] for IPv6) and a port 1 to 65535.
+bool validListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  std::string addr = listen.substr(0, colon), port = listen.substr(colon + 1);
+  if (addr.front() == '[' ? addr.size() < 3 || addr.back() != ']'
+                          : addr.find_first_of(":[]") != std::string::npos) {
+    return false;
+  }
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != port.npos) {
+    return false;
+  }
+  int n = std::stoi(port);
+  return n >= 1 && n <= 65535;
+}
 
 bool validRoot(const std::string& root) {
   if (root.size() < 2 || root[0] != '/' || root.back() == '/') return false;
@@ -116,6 +153,11 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxQueuedReplies,
     kAllowUid,
     kAllowGid,
+    kStatusSocket,
+    kStatusListen,
+    kMetricsLockLabels,
+    kLogFormat,
+    kCheckConfig,
     kHelp,
   };
   static const option options[] = {
@@ -142,6 +184,11 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-queued-replies", required_argument, nullptr, kMaxQueuedReplies},
       {"allow-uid", required_argument, nullptr, kAllowUid},
       {"allow-gid", required_argument, nullptr, kAllowGid},
+      {"status-socket", required_argument, nullptr, kStatusSocket},
+      {"status-listen", required_argument, nullptr, kStatusListen},
+      {"metrics-lock-labels", no_argument, nullptr, kMetricsLockLabels},
+      {"log-format", required_argument, nullptr, kLogFormat},
+      {"check-config", no_argument, nullptr, kCheckConfig},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -268,6 +315,28 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kAllowGid:
         if (!ids(c.allowGids)) return badCount();
         break;
+      case kStatusSocket:
+        if (!*optarg) return bad("bad --status-socket '' (a path, or none)");
+        c.statusSocket = optarg;
+        break;
+      case kStatusListen:
+        if (!validListen(optarg)) {
+          return bad(std::string("bad --status-listen '") + optarg + "' (ADDR:PORT)");
+        }
+        c.statusListen = optarg;
+        break;
+      case kMetricsLockLabels:
+        c.metricsLockLabels = true;
+        break;
+      case kLogFormat:
+        if (std::string(optarg) != "text" && std::string(optarg) != "json") {
+          return bad(std::string("bad --log-format '") + optarg + "' (text or json)");
+        }
+        c.logFormat = optarg;
+        break;
+      case kCheckConfig:
+        c.checkConfig = true;
+        break;
       case kHelp:
         return ParsedFlags{std::nullopt, 0, kUsage};
       default:
@@ -283,7 +352,59 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (c.minGrantVouch > c.sessionTimeout / 2) {
     return bad("--min-grant-vouch above half of --session-timeout: nothing could be granted");
   }
+  if (statusSocketPath(c) == c.socket) return bad("--status-socket is the lease socket's path");
   return ParsedFlags{c, 0, {}};
+}
+
+std::string statusSocketPath(const SidecarConfig& config) {
+  if (config.statusSocket == "none") return {};
+  if (!config.statusSocket.empty()) return config.statusSocket;
+  size_t slash = config.socket.rfind('/');
+  return slash == std::string::npos ? "status.sock"
+                                    : config.socket.substr(0, slash + 1) + "status.sock";
+}
+
+Millis shutdownWait(const SidecarConfig& config) { return config.sessionTimeout + kShutdownSlack; }
+
+std::string describeConfig(const SidecarConfig& c) {
+  std::ostringstream out;
+  auto line = [&](const char* key, const auto& value) { out << key << '=' << value << '\n'; };
+  auto flag = [](bool on) { return on ? "true" : "false"; };
+  auto idList = [](const std::vector<uint32_t>& ids) {
+    std::string list;
+    for (uint32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    return list;
+  };
+  std::string status = statusSocketPath(c);
+  line("zk", c.zk);
+  line("dev", flag(c.dev));
+  line("dev-data", c.devDataDir);
+  line("zk-auth-file", c.zkAuthFile);
+  line("socket", c.socket);
+  line("socket-world", flag(c.socketWorldAccessible));
+  line("status-socket", status.empty() ? "none" : status);
+  line("status-listen", c.statusListen);
+  line("metrics-lock-labels", flag(c.metricsLockLabels));
+  line("root", c.root);
+  line("persistent-parents", flag(c.persistentParents));
+  line("session-timeout-ms", c.sessionTimeout.count());
+  line("default-ttl-ms", c.defaultTtl.count());
+  line("max-ttl-ms", c.maxTtl.count());
+  line("min-grant-vouch-ms", c.minGrantVouch.count());  // 0: a quarter of the negotiated
+  line("max-pending-deletes", c.maxPendingDeletes);
+  line("max-connections", c.limits.maxConnections);
+  line("max-leases-per-peer", c.limits.maxLeasesPerPeer);
+  line("max-waiting-per-peer", c.limits.maxWaitingPerPeer);
+  line("max-calls-per-connection", c.limits.maxCallsPerConnection);
+  line("max-leases", c.limits.maxLeases);
+  line("max-queued-reply-bytes", c.limits.maxQueuedReplyBytes);
+  line("max-queued-replies", c.limits.maxQueuedReplies);
+  line("allow-uid", idList(c.allowUids));
+  line("allow-gid", idList(c.allowGids));
+  line("log-level", c.logLevel);
+  line("log-format", c.logFormat);
+  line("shutdown-wait-ms", shutdownWait(c).count());
+  return out.str();
 }
 
 }  // namespace fencekeeper

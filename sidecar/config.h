@@ -1,8 +1,8 @@
 // The daemon's command line: flags, environment fallbacks, defaults, validation.
 #pragma once
 
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +39,12 @@ struct SidecarConfig {
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
+  // The status socket and its HTTP endpoints (docs/operations.md), the log format.
+  std::string statusSocket;  // "": status.sock beside --socket; "none": disabled
+  std::string statusListen;  // ADDR:PORT for the same endpoints on TCP; "": off
+  bool metricsLockLabels = false;
+  std::string logFormat = "text";  // text or json
+  bool checkConfig = false;        // --check-config: print the effective configuration and exit
 };
 
 struct ParsedFlags {
@@ -49,5 +55,16 @@ struct ParsedFlags {
 
 // Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT).
 ParsedFlags parseFlags(int argc, char** argv);
+
+// The status socket's configured path (clients are given this one, as for --socket); "" when
+// disabled with `--status-socket none`.
+std::string statusSocketPath(const SidecarConfig& config);
+
+// The longest the sidecar waits at SIGTERM for ZooKeeper to confirm its deletions before it
+// closes the session anyway: the grace period of its pod must cover it (k8s/README.md).
+Millis shutdownWait(const SidecarConfig& config);
+
+// The effective configuration, one `key=value` a line, for --check-config.
+std::string describeConfig(const SidecarConfig& config);
 
 }  // namespace fencekeeper
