@@ -28,7 +28,7 @@ owner() {
 }
 
 # "libx.so.1 => /lib/.../libx.so.1 (0x...)" and the interpreter "/lib64/ld-linux-x86-64.so.2 (...)".
-ldd "${bins[@]}" "$lib" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
+ldd "${bins[@]}" "$lib" | awk '$2 == "=>" && $3 ~ /^\// {print $3} NF == 2 && $1 ~ /^\// {print $1}' |
   sort -u | while read -r path; do
     pkg="$(owner "$path")"
     if [ -z "$with_base" ] && [[ "$base_pkgs" == *" $pkg "* ]]; then continue; fi
