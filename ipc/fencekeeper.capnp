@@ -69,6 +69,20 @@ struct LeaseSummary {
   validMs @4 :UInt32;
   clientUid @5 :UInt32;
   connection @6 :UInt64;    # the connection's number in this sidecar's logs
+  heldForMs @7 :UInt64;     # since the grant
+  state @8 :Text;           # "held" (released and lost leases are not listed)
+}
+
+struct WaiterSummary {
+  # An acquire not granted yet.
+  name @0 :Text;
+  ownerLabel @1 :Text;
+  clientPid @2 :Int32;
+  clientUid @3 :UInt32;
+  connection @4 :UInt64;
+  state @5 :Text;           # "creating" (its node is being made) or "waiting" (queued)
+  position @6 :UInt32;      # nodes ahead of it in the lock's queue, at the sidecar's last look
+  waitedMs @7 :UInt64;      # since the acquire
 }
 
 struct Limits {
@@ -79,6 +93,7 @@ struct Limits {
   maxCallsPerConnection @3 :UInt32;  # --max-calls-per-connection (unanswered calls)
   maxLeases @4 :UInt32;              # --max-leases (held + waiting, whole sidecar)
   maxQueuedReplyBytes @5 :UInt64;    # per connection: replies written but not read by the peer
+  maxQueuedReplies @6 :UInt32;       # --max-queued-replies (per connection)
 }
 
 struct ConnectionSummary {
@@ -121,6 +136,17 @@ struct Status {
   acceptFailures @17 :UInt64;  # failed accept() calls since start (EMFILE...), retried with backoff
   accepting @18 :Bool;         # false while accept() fails: new clients cannot connect
   foreignNodes @19 :List(Text);  # planted (persistent) queue entries seen in locks waited on
+  waiterList @20 :List(WaiterSummary);
+  version @21 :Text;         # fencekeeper's version
+  build @22 :Text;           # the source revision and build type it was built from
+  zkServers @23 :Text;       # the --zk connect string (or the --dev server's)
+  instanceId @24 :Text;      # this process's id (in its node names), new at every start
+  listingTruncated @25 :Bool;  # `leases` or `waiterList` holds only the first `listingCap`
+  listingCap @26 :UInt32;    # the most entries either list holds in this answer
+  ready @27 :Bool;           # the session is vouched for: leases can be granted and trusted
+  notReadyReason @28 :Text;  # why not, when ready is false
+  healthy @29 :Bool;         # the loop serves and every socket accepts
+  notHealthyReason @30 :Text;
 }
 
 interface Sidecar {

@@ -13,6 +13,7 @@
 #include "sidecar/config.h"
 #include "sidecar/devzk/zk_server.h"
 #include "sidecar/engine/lock_engine.h"
+#include "sidecar/logging/event_log.h"
 #include "sidecar/loop/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/unix_socket.h"
@@ -122,12 +123,17 @@ int run(const SidecarConfig& config) {
   engineConfig.maxLeasesPerPeer = config.limits.maxLeasesPerPeer;
   engineConfig.maxWaitingPerPeer = config.limits.maxWaitingPerPeer;
   engineConfig.instanceId = randomInstanceId();
-  auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig);
+  logging::EventLog eventLog;
+  engine::ObserverList observers;
+  observers.add(eventLog);
+  auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig, &observers);
 
   rpc::BoundSocket bound = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
   rpc::ServerContext context{*engine, *zk, timer, config.root, timer.now()};
   context.limits = connectionLimits(config.limits);
   context.allow = rpc::AllowList{config.allowUids, config.allowGids};
+  context.zkServers = hosts;
+  context.instanceId = engineConfig.instanceId;
   auto listener = std::make_unique<rpc::RpcListener>(
       context, io.lowLevelProvider->wrapListenSocketFd(
                    bound.fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));

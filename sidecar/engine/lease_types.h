@@ -96,6 +96,19 @@ struct LeaseSummary {
   Millis valid{0};
   uint32_t clientUid = 0;
   uint64_t connection = 0;
+  Millis heldFor{0};
+};
+
+// A request not granted yet.
+struct WaiterSummary {
+  std::string name;
+  std::string ownerLabel;
+  int32_t clientPid = 0;
+  uint32_t clientUid = 0;
+  uint64_t connection = 0;
+  bool queued = false;    // its node exists (false: being created)
+  uint32_t position = 0;  // nodes ahead of it at the engine's last look at its queue
+  Millis waitedFor{0};
 };
 
 struct EngineStatus {
@@ -105,7 +118,10 @@ struct EngineStatus {
   uint32_t pendingDeletes = 0;  // node deletions ZooKeeper has not confirmed yet
   uint64_t droppedDeletes = 0;  // unconfirmed deletions given up at the bound (left to the session)
   std::vector<LeaseSummary> leases;
+  std::vector<WaiterSummary> waiters;
   std::vector<std::string> foreignNodes;  // planted queue entries seen and still there (paths)
+  // `leases` and `waiters` hold at most the number asked for; `held` and `waiting` count all.
+  bool truncated = false;
 };
 
 }  // namespace fencekeeper::engine

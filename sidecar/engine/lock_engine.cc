@@ -69,6 +69,11 @@ struct LockEngine::Request {
   uint64_t ttlTimer = 0;
   uint64_t waitTimer = 0;
   int64_t grantedUnixMs = 0;
+  TimePoint queuedAt{};   // acquire() accepted it
+  TimePoint grantedAt{};  // 0 until granted
+  // Position in its queue from the engine's last listing (0: next in line), for status.
+  uint32_t position = 0;
+  bool renewFailureNoted = false;
   LossReason lossReason = LossReason::kTtlExpired;
   bool recreateOnConnect = false;
   bool ownWatchArmed = false;  // a watch on our held node is registered with the server
@@ -125,15 +130,19 @@ void LockEngine::moveTo(Request& r, State next) {
   r.state = next;
 }
 
-LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config)
+LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config,
+                       EngineObserver* observer)
     : zk_(zk),
       timer_(timer),
+      observer_(observer ? *observer : noObserver_),
       config_(std::move(config)),
       guidPrefix_("fk" + config_.instanceId + "-"),
       deletes_(zk_, timer_, config_.retryDelay, config_.maxPendingDeletes) {
   guard_ = std::make_unique<SessionGuard>(
       zk_, timer_, config_.safetyMargin, config_.minGrantVouch, [this] { onUnsafe(); },
       [this] { onGrantable(); });
+  guard_->setHeartbeatListener(
+      [this](std::chrono::microseconds roundTrip) { observer_.heartbeatAnswered(roundTrip); });
   zk_.setSessionListener(whileAlive([this](zk::SessionState s) { onSessionState(s); }));
 }
 
@@ -215,6 +224,7 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(r.id));
   r.guid = guidPrefix_ + hex;
   r.done = std::move(done);
+  r.queuedAt = timer_.now();
   requests_.emplace(r.id, std::move(owned));
   idByGuid_.emplace(r.guid, r.id);
   tally_.move(r.spec.clientUid, r.spec.connection, PeerTally::Bucket::kNone, bucketOf(r.state));
@@ -468,10 +478,11 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     return startCreate(r);
   }
   const QueueNode* predecessor = nullptr;
+  r.position = 0;
   for (auto& q : queue) {
-    if (q.sequence < own->sequence && (!predecessor || q.sequence > predecessor->sequence)) {
-      predecessor = &q;
-    }
+    if (q.sequence >= own->sequence) continue;
+    ++r.position;
+    if (!predecessor || q.sequence > predecessor->sequence) predecessor = &q;
   }
   if (!predecessor) return grant(r);
   if (r.spec.wait.count() == 0) {  // try once
@@ -524,8 +535,11 @@ void LockEngine::grant(Request& r) {
   r.deadline = timer_.now() + r.spec.ttl;
   armTtlTimer(r);
   ++grantsTotal_;
-  spdlog::info("grant lock={} token={} client={} owner='{}' ttl={}ms", r.spec.name, r.stat.czxid,
-               r.spec.client, r.spec.ownerLabel, r.spec.ttl.count());
+  r.grantedAt = timer_.now();
+  LeaseEvent granted = eventOf(r, LeaseEventKind::kGranted);
+  granted.ttl = r.spec.ttl;
+  granted.waited = std::chrono::duration_cast<Millis>(r.grantedAt - r.queuedAt);
+  observer_.leaseEvent(granted);
   watchOwnNode(r);
   auto done = std::move(r.done);
   done(AcquireOutcome{
@@ -582,8 +596,9 @@ void LockEngine::lose(Request& r, LossReason reason) {
   r.ttlTimer = 0;
   moveTo(r, State::kLost);
   r.lossReason = reason;
-  spdlog::warn("lost lock={} token={} client={} reason={}", r.spec.name, r.stat.czxid,
-               r.spec.client, lossReasonName(reason));
+  LeaseEvent lost = eventOf(r, LeaseEventKind::kLost);
+  lost.reason = reason;
+  observer_.leaseEvent(lost);
   if (reason != LossReason::kSessionLost && reason != LossReason::kReleasedElsewhere) {
     deleteNode(r.node);
   }
@@ -617,8 +632,9 @@ void LockEngine::withdraw(LeaseId id) {
   Request* r = find(id);
   if (!r) return;
   if (r->state == State::kHeld) {
-    spdlog::info("release lock={} token={} client={} (dropped)", r->spec.name, r->stat.czxid,
-                 r->spec.client);
+    LeaseEvent dropped = eventOf(*r, LeaseEventKind::kReleased);
+    dropped.how = "dropped";
+    observer_.leaseEvent(dropped);
   }
   bool nodeLive = r->state == State::kWaiting || r->state == State::kHeld;
   std::string node = r->node;
@@ -642,7 +658,7 @@ void LockEngine::release(LeaseId id, std::function<void(ReleaseOutcome)> done) {
   timer_.cancel(r->ttlTimer);
   r->ttlTimer = 0;
   moveTo(*r, State::kReleased);  // not valid from here on, whatever ZooKeeper answers
-  spdlog::info("release lock={} token={} client={}", r->spec.name, r->stat.czxid, r->spec.client);
+  observer_.leaseEvent(eventOf(*r, LeaseEventKind::kReleased));
   // A frozen ZooKeeper must not hold the caller: answer at the bound, the delete stays queued.
   auto answer = std::make_shared<std::function<void(ReleaseOutcome)>>(std::move(done));
   auto once = [answer](bool confirmed) {
@@ -687,6 +703,30 @@ Validity LockEngine::token(LeaseId id) {
   return r ? validity(*r) : Validity{LeaseError::kNotHeld, 0, Millis(0), "no such lease"};
 }
 
+void LockEngine::noteRenewFailed(Request& r, LeaseError error) {
+  // Once per lease: a holder that keeps renewing a lost lease must not flood the log.
+  if (r.renewFailureNoted) return;
+  r.renewFailureNoted = true;
+  LeaseEvent failed = eventOf(r, LeaseEventKind::kRenewFailed);
+  failed.error = error;
+  failed.reason = r.lossReason;
+  observer_.leaseEvent(failed);
+}
+
+LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
+  LeaseEvent e;
+  e.kind = kind;
+  e.lock = r.spec.name;
+  e.token = static_cast<uint64_t>(r.stat.czxid);
+  e.client = r.spec.client;
+  e.clientPid = r.spec.clientPid;
+  e.clientUid = r.spec.clientUid;
+  e.connection = r.spec.connection;
+  e.ownerLabel = r.spec.ownerLabel;
+  if (r.grantedAt.count() != 0) e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
+  return e;
+}
+
 Validity LockEngine::renew(LeaseId id, Millis ttl) {
   guard_->noticeExpiry();
   Request* r = find(id);
@@ -703,7 +743,10 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
     lose(*r, now.error == LeaseError::kExpired ? LossReason::kTtlExpired
                                                : LossReason::kSessionUncertain);
   }
-  if (now.error != LeaseError::kOk) return now;
+  if (now.error != LeaseError::kOk) {
+    if (r->state == State::kLost) noteRenewFailed(*r, now.error);
+    return now;
+  }
   r->spec.ttl = ttl;
   r->deadline = timer_.now() + ttl;  // the TTL timer finds the new deadline when it fires
   spdlog::debug("renew lock={} token={} ttl={}ms", r->spec.name, r->stat.czxid, ttl.count());
@@ -757,6 +800,7 @@ void LockEngine::retryLater(const Request& r, std::function<void(Request&)> step
 
 void LockEngine::onSessionState(zk::SessionState state) {
   spdlog::info("zookeeper session {} (0x{:x})", zk::sessionStateName(state), zk_.sessionId());
+  observer_.sessionState(state);
   // The engine marks held leases lost to expiry first, so the guard's loss of vouching that
   // follows finds them lost with the right reason.
   struct ForwardAfter {
@@ -796,6 +840,7 @@ void LockEngine::verifyHeldNodes() {
 }
 
 void LockEngine::onUnsafe() {
+  observer_.vouchingLapsed();
   for (auto& [id, r] : requests_) {
     // Its node may live on: lose() deletes it, retrying until the connection is back.
     if (r->state == State::kHeld) lose(*r, LossReason::kSessionUncertain);
@@ -899,22 +944,30 @@ void LockEngine::answerHolder(const std::string& path, LeaseError error, const H
   for (auto& done : callers) done(error, info, detail);
 }
 
-EngineStatus LockEngine::status() const {
+EngineStatus LockEngine::status(size_t maxListed) const {
   EngineStatus s;
   s.grantsTotal = grantsTotal_;
   s.pendingDeletes = static_cast<uint32_t>(deletes_.pending());
   s.droppedDeletes = deletes_.dropped();
   s.foreignNodes = foreign_.planted();
+  TimePoint now = timer_.now();
+  auto since = [now](TimePoint t) { return std::chrono::duration_cast<Millis>(now - t); };
   for (auto& [id, r] : requests_) {
     if (r->state == State::kHeld) {
       ++s.held;
+      if (s.leases.size() >= maxListed) continue;
       s.leases.push_back({r->spec.name, static_cast<uint64_t>(r->stat.czxid), r->spec.ownerLabel,
                           r->spec.clientPid, validity(*r).valid, r->spec.clientUid,
-                          r->spec.connection});
+                          r->spec.connection, since(r->grantedAt)});
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
       ++s.waiting;
+      if (s.waiters.size() >= maxListed) continue;
+      s.waiters.push_back({r->spec.name, r->spec.ownerLabel, r->spec.clientPid,
+                           r->spec.clientUid, r->spec.connection, r->state == State::kWaiting,
+                           r->position, since(r->queuedAt)});
     }
   }
+  s.truncated = s.leases.size() < s.held || s.waiters.size() < s.waiting;
   return s;
 }
 
@@ -936,8 +989,9 @@ void LockEngine::shutdown(std::function<void()> done) {
       r->ttlTimer = 0;
       moveTo(*r, State::kLost);
       r->lossReason = LossReason::kSidecarShutdown;
-      spdlog::info("release lock={} token={} client={} (sidecar shutting down)", r->spec.name,
-                   r->stat.czxid, r->spec.client);
+      LeaseEvent lost = eventOf(*r, LeaseEventKind::kLost);
+      lost.reason = LossReason::kSidecarShutdown;
+      observer_.leaseEvent(lost);
       // The node goes (and the next holder may be granted) only once the holder has taken the
       // notice in, or once the validity it was given has run out: never two valid holders.
       auto removed = std::make_shared<bool>(false);
@@ -986,6 +1040,20 @@ const char* errorName(LeaseError error) {
       return "internal error";
     case LeaseError::kPermissionDenied:
       return "permission denied";
+  }
+  return "?";
+}
+
+const char* leaseEventName(LeaseEventKind kind) {
+  switch (kind) {
+    case LeaseEventKind::kGranted:
+      return "grant";
+    case LeaseEventKind::kRenewFailed:
+      return "renew_failed";
+    case LeaseEventKind::kLost:
+      return "lost";
+    case LeaseEventKind::kReleased:
+      return "release";
   }
   return "?";
 }

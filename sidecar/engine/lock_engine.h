@@ -17,6 +17,7 @@
 
 #include "sidecar/common/clock.h"
 #include "sidecar/engine/delete_queue.h"
+#include "sidecar/engine/engine_events.h"
 #include "sidecar/engine/foreign_nodes.h"
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/engine/peer_tally.h"
@@ -56,7 +57,9 @@ struct EngineConfig {
 
 class LockEngine {
  public:
-  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config);
+  // `observer` (not owned, may be null) hears of every lease event and session change.
+  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config,
+             EngineObserver* observer = nullptr);
   ~LockEngine();
   LockEngine(const LockEngine&) = delete;
   LockEngine& operator=(const LockEngine&) = delete;
@@ -84,7 +87,8 @@ class LockEngine {
   // round per lock at a time), so that its answer is never older than the question.
   using HolderCallback = std::function<void(LeaseError, HolderInfo, std::string detail)>;
   void holder(const std::string& name, HolderCallback done);
-  EngineStatus status() const;
+  // Counts everything; lists at most `maxListed` leases and as many waiters.
+  EngineStatus status(size_t maxListed = SIZE_MAX) const;
   const EngineConfig& config() const { return config_; }
   // What the limits count now (live requests only).
   Counts countsOfPeer(uint32_t uid) const { return tally_.ofPeer(uid); }
@@ -147,6 +151,8 @@ class LockEngine {
   void armTtlTimer(Request& r);
   void watchOwnNode(Request& r);
   void lose(Request& r, LossReason reason);
+  void noteRenewFailed(Request& r, LeaseError error);
+  LeaseEvent eventOf(const Request& r, LeaseEventKind kind) const;
   void fail(Request& r, LeaseError error, std::string detail = {});
   void erase(LeaseId id);
 
@@ -166,6 +172,8 @@ class LockEngine {
 
   zk::Client& zk_;
   Timer& timer_;
+  EngineObserver noObserver_;
+  EngineObserver& observer_;
   const EngineConfig config_;
   const std::string guidPrefix_;
   LeaseId nextId_ = 1;

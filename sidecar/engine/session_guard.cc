@@ -125,6 +125,7 @@ void SessionGuard::onAnswered(uint64_t epoch, uint64_t connection, TimePoint sen
     }
     spdlog::trace("heartbeat answered after {} us; safe for {} ms", since(sentAt, now).count(),
                   safeFor().count());
+    if (heartbeatListener_) heartbeatListener_(since(sentAt, now));
   } else {
     spdlog::debug("heartbeat failed: {}", zk::codeName(code));
   }

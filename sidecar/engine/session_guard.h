@@ -37,6 +37,10 @@ class SessionGuard {
                std::function<void()> onUnsafe, std::function<void()> onGrantable);
   ~SessionGuard();
 
+  // Told the round trip of every answered heartbeat (metrics).
+  void setHeartbeatListener(std::function<void(std::chrono::microseconds)> listener) {
+    heartbeatListener_ = std::move(listener);
+  }
   // The engine forwards every session state change here.
   void onSessionState(zk::SessionState state);
 
@@ -66,6 +70,7 @@ class SessionGuard {
   const Millis minGrantVouch_;
   std::function<void()> onUnsafe_;
   std::function<void()> onGrantable_;
+  std::function<void(std::chrono::microseconds)> heartbeatListener_;
 
   uint64_t epoch_ = 0;       // bumped per session: answers of an older session do not count
   uint64_t connection_ = 0;  // bumped per kConnected: rule 1 pairs answers of one connection

@@ -30,6 +30,9 @@ struct ServerContext {
   ConnectionLimits limits{};
   AllowList allow{};
   const AcceptLoop* acceptLoop = nullptr;  // set by the listener, for Status.accepting
+  const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served
+  std::string zkServers;
+  std::string instanceId;
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};
   std::map<uint32_t, uint32_t> connectionsByUid{};

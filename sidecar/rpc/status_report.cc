@@ -13,7 +13,7 @@ uint32_t clampMs(Millis ms) {
 
 namespace {
 
-uint32_t clamp32(size_t n) { return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n); }
+uint32_t clamp32(uint64_t n) { return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n); }
 
 void fillLimits(const ServerContext& ctx, ipc::Limits::Builder out) {
   const auto& engine = ctx.engine.config();
@@ -23,6 +23,7 @@ void fillLimits(const ServerContext& ctx, ipc::Limits::Builder out) {
   out.setMaxCallsPerConnection(ctx.limits.maxCallsPerConnection);
   out.setMaxLeases(clamp32(engine.maxLeases));
   out.setMaxQueuedReplyBytes(ctx.limits.maxQueuedReplyBytes);
+  out.setMaxQueuedReplies(ctx.limits.maxQueuedReplies);
 }
 
 void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
@@ -55,8 +56,41 @@ void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
 
 }  // namespace
 
-void fillStatus(const ServerContext& ctx, ipc::Status::Builder out) {
-  auto s = ctx.engine.status();
+const char* fencekeeperVersion() { return FK_VERSION; }
+const char* fencekeeperBuild() { return FK_BUILD; }
+
+Verdict healthOf(const ServerContext& ctx) {
+  if (ctx.acceptLoop && !ctx.acceptLoop->accepting()) {
+    return {false, "the lease socket does not accept: accept() fails (" +
+                       std::to_string(ctx.acceptLoop->failures()) + " failures since start)"};
+  }
+  if (ctx.statusAcceptLoop && !ctx.statusAcceptLoop->accepting()) {
+    return {false, "the status socket does not accept: accept() fails"};
+  }
+  return {true, {}};
+}
+
+Verdict readinessOf(const ServerContext& ctx) {
+  Millis safeFor = ctx.engine.safeFor();
+  if (safeFor.count() > 0) return {true, {}};
+  return {false, std::string("ZooKeeper session ") + zk::sessionStateName(ctx.zk.sessionState()) +
+                     ", not vouched for: no lease can be granted or trusted now"};
+}
+
+void fillStatus(const ServerContext& ctx, ipc::Status::Builder out, size_t listingCap) {
+  auto s = ctx.engine.status(listingCap);
+  out.setVersion(FK_VERSION);
+  out.setBuild(FK_BUILD);
+  out.setZkServers(ctx.zkServers);
+  out.setInstanceId(ctx.instanceId);
+  out.setListingCap(clamp32(listingCap));
+  out.setListingTruncated(s.truncated);
+  Verdict ready = readinessOf(ctx);
+  out.setReady(ready.yes);
+  out.setNotReadyReason(ready.reason);
+  Verdict healthy = healthOf(ctx);
+  out.setHealthy(healthy.yes);
+  out.setNotHealthyReason(healthy.reason);
   out.setZkState(zk::sessionStateName(ctx.zk.sessionState()));
   char session[24];
   std::snprintf(session, sizeof session, "0x%llx",
@@ -86,6 +120,20 @@ void fillStatus(const ServerContext& ctx, ipc::Status::Builder out) {
     leases[i].setValidMs(clampMs(s.leases[i].valid));
     leases[i].setClientUid(s.leases[i].clientUid);
     leases[i].setConnection(s.leases[i].connection);
+    leases[i].setHeldForMs(static_cast<uint64_t>(std::max<int64_t>(0, s.leases[i].heldFor.count())));
+    leases[i].setState("held");
+  }
+  auto waiters = out.initWaiterList(clamp32(s.waiters.size()));
+  for (unsigned i = 0; i < s.waiters.size(); ++i) {
+    const auto& w = s.waiters[i];
+    waiters[i].setName(w.name);
+    waiters[i].setOwnerLabel(w.ownerLabel);
+    waiters[i].setClientPid(w.clientPid);
+    waiters[i].setClientUid(w.clientUid);
+    waiters[i].setConnection(w.connection);
+    waiters[i].setState(w.queued ? "waiting" : "creating");
+    waiters[i].setPosition(w.position);
+    waiters[i].setWaitedMs(static_cast<uint64_t>(std::max<int64_t>(0, w.waitedFor.count())));
   }
   auto foreign = out.initForeignNodes(clamp32(s.foreignNodes.size()));
   for (unsigned i = 0; i < s.foreignNodes.size(); ++i) foreign.set(i, s.foreignNodes[i]);
