@@ -291,9 +291,9 @@ def build_image(image):
 def main():
     require_tools()
     image = documented_image()
-    sidecars = []
+    sidecars, rendered = [], {}
     for kdir in kustomizations():
-        objects = render(kdir)
+        objects = rendered[kdir] = render(kdir)
         if not objects:
             continue
         validate(kdir, objects)
@@ -304,8 +304,8 @@ def main():
                 if s:
                     sidecars.append(s)
     check(sidecars, "some overlay deploys the sidecar")
-    zk = render("k8s/overlays/dev-zookeeper")
-    if zk:
+    zk = rendered.get("k8s/overlays/dev-zookeeper")
+    if check(bool(zk), "k8s/overlays/dev-zookeeper renders a ZooKeeper ensemble"):
         check_zookeeper("k8s/overlays/dev-zookeeper", zk, sidecars)
     check_runtime_files(sidecars)
     build_image(image)
