@@ -73,6 +73,7 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
   --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
 
   --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --log-format FORMAT    text, or json: one JSON object a line (default text)
 
 Status socket (read-only HTTP: GET /healthz, /readyz, /status, /metrics; docs/operations.md):
   --status-socket PATH   the status socket (default status.sock in the directory of
@@ -83,7 +84,7 @@ Status socket (read-only HTTP: GET /healthz, /readyz, /status, /metrics; docs/op
                          PORT 1 to 65535)
   --metrics-lock-labels  add the lock name as a label to the metrics (default off: lock
                          names are unbounded, and so would be the number of series)
-  --log-format FORMAT    text, or json: one JSON object a line (default text)
+
   --check-config         parse every flag as a start would, print the effective
                          configuration (key=value, one a line; shutdown-wait-ms is the
                          longest SIGTERM waits for ZooKeeper) and exit 0, touching neither
