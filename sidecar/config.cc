@@ -72,9 +72,6 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          permissionDenied and an audit line
   --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
 
-  --log-level LEVEL      trace, debug, info, warn, error (default info)
-  --log-format FORMAT    text, or json: one JSON object a line (default text)
-
 Status socket (read-only HTTP: GET /healthz, /readyz, /status, /metrics; docs/operations.md):
   --status-socket PATH   the status socket (default status.sock in the directory of
                          --socket; none disables it), with the same directory rules as
@@ -89,6 +86,13 @@ Status socket (read-only HTTP: GET /healthz, /readyz, /status, /metrics; docs/op
                          configuration (key=value, one a line; shutdown-wait-ms is the
                          longest SIGTERM waits for ZooKeeper) and exit 0, touching neither
                          ZooKeeper nor any socket or file; a bad flag exits 64 as ever
+  --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --log-format FORMAT    text or json (env FENCEKEEPER_LOG_FORMAT; default text): json writes
+                         every line as one JSON object with time (RFC 3339, UTC, ms), level,
+                         event (grant, renew_failed, lost, release, session_state,
+                         vouching_lapsed; "log" for other lines) and msg, and each lease
+                         event's lock, token, client_pid, client_uid, connection, owner,
+                         reason, ttl_ms, waited_ms, held_ms, how (docs/operations.md, Logs)
   --help                 this text
 
 Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
@@ -129,6 +133,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (const char* v = std::getenv("FENCEKEEPER_ZK")) c.zk = v;
   if (const char* v = std::getenv("FENCEKEEPER_SOCKET")) c.socket = v;
   if (const char* v = std::getenv("FENCEKEEPER_ROOT")) c.root = v;
+  if (const char* v = std::getenv("FENCEKEEPER_LOG_FORMAT")) c.logFormat = v;
 
   enum : int {
     kZk = 1000,
@@ -145,6 +150,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxPendingDeletes,
     kSocketWorld,
     kLogLevel,
+    kLogFormat,
     kMaxConnections,
     kMaxLeasesPerPeer,
     kMaxWaitingPerPeer,
@@ -157,7 +163,6 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kStatusSocket,
     kStatusListen,
     kMetricsLockLabels,
-    kLogFormat,
     kCheckConfig,
     kHelp,
   };
@@ -176,6 +181,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-pending-deletes", required_argument, nullptr, kMaxPendingDeletes},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
+      {"log-format", required_argument, nullptr, kLogFormat},
       {"max-connections", required_argument, nullptr, kMaxConnections},
       {"max-leases-per-peer", required_argument, nullptr, kMaxLeasesPerPeer},
       {"max-waiting-per-peer", required_argument, nullptr, kMaxWaitingPerPeer},
@@ -188,7 +194,6 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"status-socket", required_argument, nullptr, kStatusSocket},
       {"status-listen", required_argument, nullptr, kStatusListen},
       {"metrics-lock-labels", no_argument, nullptr, kMetricsLockLabels},
-      {"log-format", required_argument, nullptr, kLogFormat},
       {"check-config", no_argument, nullptr, kCheckConfig},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
@@ -289,6 +294,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kLogLevel:
         c.logLevel = optarg;
         break;
+      case kLogFormat:
+        c.logFormat = optarg;
+        break;
       case kMaxConnections:
         if (!count(c.limits.maxConnections, UINT32_MAX)) return badCount();
         break;
@@ -329,12 +337,6 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMetricsLockLabels:
         c.metricsLockLabels = true;
         break;
-      case kLogFormat:
-        if (std::string(optarg) != "text" && std::string(optarg) != "json") {
-          return bad(std::string("bad --log-format '") + optarg + "' (text or json)");
-        }
-        c.logFormat = optarg;
-        break;
       case kCheckConfig:
         c.checkConfig = true;
         break;
@@ -345,6 +347,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
     }
   }
   if (optind < argc) return bad(std::string("unexpected argument '") + argv[optind] + "'");
+  if (c.logFormat != "text" && c.logFormat != "json") {
+    return bad("bad --log-format '" + c.logFormat + "' (text or json)");
+  }
   if (c.zk.empty() && !c.dev) return bad("give --zk HOSTS or --dev");
   if (!validRoot(c.root)) return bad("--root must be an absolute znode path like /fencekeeper");
   if (c.defaultTtl > c.maxTtl) return bad("--default-ttl is longer than --max-ttl");

@@ -36,15 +36,15 @@ struct SidecarConfig {
   size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
+  std::string logFormat = "text";  // --log-format: text or json (sidecar/logging/log_format.h)
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
-  // The status socket and its HTTP endpoints (docs/operations.md), the log format.
+  // The status socket and its HTTP endpoints (docs/operations.md).
   std::string statusSocket;  // "": status.sock beside --socket; "none": disabled
   std::string statusListen;  // ADDR:PORT for the same endpoints on TCP; "": off
   bool metricsLockLabels = false;
-  std::string logFormat = "text";  // text or json
-  bool checkConfig = false;        // --check-config: print the effective configuration and exit
+  bool checkConfig = false;  // --check-config: print the effective configuration and exit
 };
 
 struct ParsedFlags {
@@ -53,7 +53,8 @@ struct ParsedFlags {
   std::string message;
 };
 
-// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT).
+// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT,
+// FENCEKEEPER_LOG_FORMAT).
 ParsedFlags parseFlags(int argc, char** argv);
 
 // The status socket's configured path (clients are given this one, as for --socket); "" when
