@@ -1,5 +1,6 @@
 #include "sidecar/config.h"
 
+#include <arpa/inet.h>
 #include <getopt.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "sidecar/common/duration.h"
+#include "sidecar/common/socket_path.h"
 
 namespace fencekeeper {
 
@@ -72,20 +74,20 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          permissionDenied and an audit line
   --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
 
-Status socket (read-only HTTP: GET /healthz, /readyz, /status, /metrics; docs/operations.md):
-  --status-socket PATH   the status socket (default status.sock in the directory of
-                         --socket; none disables it), with the same directory rules as
-                         --socket; `fencectl health` and curl --unix-socket ask it
-  --status-listen ADDR:PORT  serve the same endpoints on TCP too, e.g. for Prometheus
-                         (default off; ADDR an IPv4 address, [IPv6 address] or host name,
-                         PORT 1 to 65535)
-  --metrics-lock-labels  add the lock name as a label to the metrics (default off: lock
-                         names are unbounded, and so would be the number of series)
+  --status-socket PATH   the status socket: HTTP, read-only (/healthz, /readyz, /status,
+                         /metrics); default status.sock in the lease socket's directory,
+                         with the same directory rules; `none` serves none
+  --status-listen ADDR:PORT  serve the status routes on TCP too, e.g. 0.0.0.0:9464 for
+                         Prometheus (default off; IPv6 as [::1]:9464)
+  --metrics-lock-labels  label lease metrics with the lock name (at most 1000 locks get
+                         their own series, the rest "_other"; default off: unbounded names)
 
   --check-config         parse every flag as a start would, print the effective
                          configuration (key=value, one a line; shutdown-wait-ms is the
                          longest SIGTERM waits for ZooKeeper) and exit 0, touching neither
-                         ZooKeeper nor any socket or file; a bad flag exits 64 as ever
+                         ZooKeeper nor any socket or file (it looks at the lease socket's
+                         directory only, for where the status socket goes); a bad flag
+                         exits 64 as ever
   --log-level LEVEL      trace, debug, info, warn, error (default info)
   --log-format FORMAT    text or json (env FENCEKEEPER_LOG_FORMAT; default text): json writes
                          every line as one JSON object with time (RFC 3339, UTC, ms), level,
@@ -105,20 +107,19 @@ confirmation at most the session timeout + 5s), close the session, remove the so
 // given, which the session timeout bounds; the slack covers ZooKeeper's confirmations.
 constexpr Millis kShutdownSlack{5'000};
 
-// ADDR:PORT with a non-empty address ([...] for IPv6) and a port 1 to 65535.
-bool validListen(const std::string& listen) {
-  size_t colon = listen.rfind(':');
+// ADDR:PORT with a numeric IPv4 address, or [IPv6]:PORT; port 1-65535.
+bool validListenAddress(const std::string& text) {
+  auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
-  std::string addr = listen.substr(0, colon), port = listen.substr(colon + 1);
-  if (addr.front() == '[' ? addr.size() < 3 || addr.back() != ']'
-                          : addr.find_first_of(":[]") != std::string::npos) {
-    return false;
+  std::string host = text.substr(0, colon), port = text.substr(colon + 1);
+  char* end = nullptr;
+  unsigned long n = std::strtoul(port.c_str(), &end, 10);
+  if (port.empty() || *end || n == 0 || n > 65535) return false;
+  unsigned char buf[sizeof(in6_addr)];
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    return inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), buf) == 1;
   }
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != port.npos) {
-    return false;
-  }
-  int n = std::stoi(port);
-  return n >= 1 && n <= 65535;
+  return inet_pton(AF_INET, host.c_str(), buf) == 1;
 }
 
 bool validRoot(const std::string& root) {
@@ -127,6 +128,14 @@ bool validRoot(const std::string& root) {
 }
 
 }  // namespace
+
+std::string statusSocketPath(const SidecarConfig& config, const std::string& boundLeaseSocket) {
+  if (config.statusSocket == "none") return {};
+  if (!config.statusSocket.empty()) return config.statusSocket;
+  auto slash = boundLeaseSocket.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : boundLeaseSocket.substr(0, slash)) +
+         "/status.sock";
+}
 
 ParsedFlags parseFlags(int argc, char** argv) {
   SidecarConfig c;
@@ -325,12 +334,13 @@ ParsedFlags parseFlags(int argc, char** argv) {
         if (!ids(c.allowGids)) return badCount();
         break;
       case kStatusSocket:
-        if (!*optarg) return bad("bad --status-socket '' (a path, or none)");
+        if (!*optarg) return bad("--status-socket needs a path, or none");
         c.statusSocket = optarg;
         break;
       case kStatusListen:
-        if (!validListen(optarg)) {
-          return bad(std::string("bad --status-listen '") + optarg + "' (ADDR:PORT)");
+        if (!validListenAddress(optarg)) {
+          return bad(std::string("bad --status-listen '") + optarg +
+                     "': give ADDR:PORT, e.g. 127.0.0.1:9464 or [::1]:9464");
         }
         c.statusListen = optarg;
         break;
@@ -358,16 +368,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (c.minGrantVouch > c.sessionTimeout / 2) {
     return bad("--min-grant-vouch above half of --session-timeout: nothing could be granted");
   }
-  if (statusSocketPath(c) == c.socket) return bad("--status-socket is the lease socket's path");
   return ParsedFlags{c, 0, {}};
-}
-
-std::string statusSocketPath(const SidecarConfig& config) {
-  if (config.statusSocket == "none") return {};
-  if (!config.statusSocket.empty()) return config.statusSocket;
-  size_t slash = config.socket.rfind('/');
-  return slash == std::string::npos ? "status.sock"
-                                    : config.socket.substr(0, slash + 1) + "status.sock";
 }
 
 Millis shutdownWait(const SidecarConfig& config) { return config.sessionTimeout + kShutdownSlack; }
@@ -381,7 +382,9 @@ std::string describeConfig(const SidecarConfig& c) {
     for (uint32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
     return list;
   };
-  std::string status = statusSocketPath(c);
+  // Where this start would bind it: the default follows the lease socket into its subdirectory
+  // when the lease socket's directory is writable by others (the one file system look here).
+  std::string status = statusSocketPath(c, resolveSocketPath(c.socket));
   line("zk", c.zk);
   line("dev", flag(c.dev));
   line("dev-data", c.devDataDir);

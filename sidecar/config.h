@@ -40,12 +40,14 @@ struct SidecarConfig {
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
-  // The status socket and its HTTP endpoints (docs/operations.md).
-  std::string statusSocket;  // "": status.sock beside --socket; "none": disabled
-  std::string statusListen;  // ADDR:PORT for the same endpoints on TCP; "": off
+  std::string statusSocket;  // --status-socket; empty: status.sock beside the lease socket
+  std::string statusListen;  // --status-listen ADDR:PORT; empty: no TCP
   bool metricsLockLabels = false;
   bool checkConfig = false;  // --check-config: print the effective configuration and exit
 };
+
+// Where the status socket goes for a lease socket bound at `boundLeaseSocket`; empty: none.
+std::string statusSocketPath(const SidecarConfig& config, const std::string& boundLeaseSocket);
 
 struct ParsedFlags {
   std::optional<SidecarConfig> config;  // empty: exit with `exitCode` after printing `message`
@@ -56,10 +58,6 @@ struct ParsedFlags {
 // Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT,
 // FENCEKEEPER_LOG_FORMAT).
 ParsedFlags parseFlags(int argc, char** argv);
-
-// The status socket's configured path (clients are given this one, as for --socket); "" when
-// disabled with `--status-socket none`.
-std::string statusSocketPath(const SidecarConfig& config);
 
 // The longest the sidecar waits at SIGTERM for ZooKeeper to confirm its deletions before it
 // closes the session anyway: the grace period of its pod must cover it (k8s/README.md).

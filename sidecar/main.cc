@@ -16,7 +16,10 @@
 #include "sidecar/logging/event_log.h"
 #include "sidecar/loop/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
+#include "sidecar/rpc/status_report.h"
 #include "sidecar/rpc/unix_socket.h"
+#include "sidecar/status/metrics.h"
+#include "sidecar/status/status_server.h"
 #include "sidecar/zk/acl_audit.h"
 #include "sidecar/zk/credentials.h"
 #include "sidecar/zk/real_zk_client.h"
@@ -124,8 +127,10 @@ int run(const SidecarConfig& config) {
   engineConfig.maxWaitingPerPeer = config.limits.maxWaitingPerPeer;
   engineConfig.instanceId = randomInstanceId();
   logging::EventLog eventLog;
+  status::Metrics metrics(rpc::fencekeeperVersion(), config.metricsLockLabels);
   engine::ObserverList observers;
   observers.add(eventLog);
+  observers.add(metrics);
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig, &observers);
 
   rpc::BoundSocket bound = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
@@ -134,9 +139,29 @@ int run(const SidecarConfig& config) {
   context.allow = rpc::AllowList{config.allowUids, config.allowGids};
   context.zkServers = hosts;
   context.instanceId = engineConfig.instanceId;
+  context.refused.listener = [&metrics](const std::string& detail) { metrics.refused(detail); };
   auto listener = std::make_unique<rpc::RpcListener>(
       context, io.lowLevelProvider->wrapListenSocketFd(
                    bound.fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
+  // The status routes, on the status socket and/or TCP (main.cc owns both listening sockets).
+  std::string statusPath = statusSocketPath(config, bound.path);
+  std::optional<rpc::BoundSocket> statusBound;
+  std::unique_ptr<status::StatusServer> statusServer;
+  if (!statusPath.empty() || !config.statusListen.empty()) {
+    statusServer =
+        std::make_unique<status::StatusServer>(context, metrics, io.provider->getTimer());
+  }
+  if (!statusPath.empty()) {
+    statusBound = rpc::bindUnixSocket(statusPath, config.socketWorldAccessible);
+    statusServer->listen(io.lowLevelProvider->wrapListenSocketFd(
+        statusBound->fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
+  }
+  if (!config.statusListen.empty()) {
+    auto address = io.provider->getNetwork().parseAddress(config.statusListen).wait(io.waitScope);
+    statusServer->listen(address->listen());
+  }
+  spdlog::info("status socket={} listen={}", statusBound ? statusBound->path : "none",
+               config.statusListen.empty() ? "off" : config.statusListen);
   spdlog::info(
       "fencekeeper serving socket={} zk={} root={} session-timeout={}ms parents={} "
       "default-ttl={}ms max-ttl={}ms instance={} zk-auth={}",
@@ -161,6 +186,8 @@ int run(const SidecarConfig& config) {
                    .wait(io.waitScope);
   if (!clean) spdlog::warn("shutdown: ZooKeeper did not confirm every deletion in time");
   listener.reset();  // closes connections: their leases are already released
+  statusServer.reset();
+  if (statusBound) rpc::removeBoundSocket(*statusBound);
   engine.reset();
   audit.reset();
   zk.reset();  // closes the session: any node left behind goes with it

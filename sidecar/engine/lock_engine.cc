@@ -130,8 +130,7 @@ void LockEngine::moveTo(Request& r, State next) {
   r.state = next;
 }
 
-LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config,
-                       EngineObserver* observer)
+LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, EngineObserver* observer)
     : zk_(zk),
       timer_(timer),
       observer_(observer ? *observer : noObserver_),
@@ -410,7 +409,8 @@ void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
                  r.recreateOnConnect = true;  // the session listener starts it over
                  return;
                }
-               if (res.code == zk::Code::kClosing) return fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
+               if (res.code == zk::Code::kClosing)
+                 return fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
                // Refused under a parent this identity may not write: fine if the node exists.
                if (res.code == zk::Code::kNoAuth)
                  return ensureParentExists(r, level, restarts, node);
@@ -684,8 +684,10 @@ Validity LockEngine::validity(const Request& r) const {
                 "the sidecar cannot vouch for its ZooKeeper session (session uncertain)"};
       }
       // Valid while now < min(leaseDeadline, safeUntil).
-      return {LeaseError::kOk, static_cast<uint64_t>(r.stat.czxid),
-              std::min(left, guard_->safeFor()), {}};
+      return {LeaseError::kOk,
+              static_cast<uint64_t>(r.stat.czxid),
+              std::min(left, guard_->safeFor()),
+              {}};
     }
     case State::kLost:
       return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost, 0,
@@ -723,7 +725,8 @@ LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   e.clientUid = r.spec.clientUid;
   e.connection = r.spec.connection;
   e.ownerLabel = r.spec.ownerLabel;
-  if (r.grantedAt.count() != 0) e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
+  if (r.grantedAt.count() != 0)
+    e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
   return e;
 }
 
@@ -945,30 +948,46 @@ void LockEngine::answerHolder(const std::string& path, LeaseError error, const H
 }
 
 EngineStatus LockEngine::status(size_t maxListed) const {
+  EngineStatus s = counts();
+  listSlice(1, SIZE_MAX, maxListed, s);
+  return s;
+}
+
+EngineStatus LockEngine::counts() const {
   EngineStatus s;
+  Counts total = tally_.total();
+  s.held = total.held;
+  s.waiting = total.waiting;
   s.grantsTotal = grantsTotal_;
   s.pendingDeletes = static_cast<uint32_t>(deletes_.pending());
   s.droppedDeletes = deletes_.dropped();
   s.foreignNodes = foreign_.planted();
+  return s;
+}
+
+LeaseId LockEngine::listSlice(LeaseId from, size_t maxVisited, size_t cap,
+                              EngineStatus& out) const {
   TimePoint now = timer_.now();
   auto since = [now](TimePoint t) { return std::chrono::duration_cast<Millis>(now - t); };
-  for (auto& [id, r] : requests_) {
-    if (r->state == State::kHeld) {
-      ++s.held;
-      if (s.leases.size() >= maxListed) continue;
-      s.leases.push_back({r->spec.name, static_cast<uint64_t>(r->stat.czxid), r->spec.ownerLabel,
-                          r->spec.clientPid, validity(*r).valid, r->spec.clientUid,
-                          r->spec.connection, since(r->grantedAt)});
-    } else if (r->state == State::kCreating || r->state == State::kWaiting) {
-      ++s.waiting;
-      if (s.waiters.size() >= maxListed) continue;
-      s.waiters.push_back({r->spec.name, r->spec.ownerLabel, r->spec.clientPid,
-                           r->spec.clientUid, r->spec.connection, r->state == State::kWaiting,
-                           r->position, since(r->queuedAt)});
+  auto it = requests_.lower_bound(from);
+  for (size_t visited = 0; it != requests_.end(); ++it, ++visited) {
+    bool leasesDone = out.leases.size() >= std::min<size_t>(cap, out.held);
+    bool waitersDone = out.waiters.size() >= std::min<size_t>(cap, out.waiting);
+    if (leasesDone && waitersDone) break;
+    if (visited >= maxVisited) return it->first;
+    const Request& r = *it->second;
+    if (r.state == State::kHeld && !leasesDone) {
+      out.leases.push_back({r.spec.name, static_cast<uint64_t>(r.stat.czxid), r.spec.ownerLabel,
+                            r.spec.clientPid, validity(r).valid, r.spec.clientUid,
+                            r.spec.connection, since(r.grantedAt)});
+    } else if ((r.state == State::kCreating || r.state == State::kWaiting) && !waitersDone) {
+      out.waiters.push_back({r.spec.name, r.spec.ownerLabel, r.spec.clientPid, r.spec.clientUid,
+                             r.spec.connection, r.state == State::kWaiting, r.position,
+                             since(r.queuedAt)});
     }
   }
-  s.truncated = s.leases.size() < s.held || s.waiters.size() < s.waiting;
-  return s;
+  out.truncated = out.leases.size() < out.held || out.waiters.size() < out.waiting;
+  return 0;
 }
 
 void LockEngine::shutdown(std::function<void()> done) {

@@ -58,8 +58,7 @@ struct EngineConfig {
 class LockEngine {
  public:
   // `observer` (not owned, may be null) hears of every lease event and session change.
-  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config,
-             EngineObserver* observer = nullptr);
+  LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, EngineObserver* observer = nullptr);
   ~LockEngine();
   LockEngine(const LockEngine&) = delete;
   LockEngine& operator=(const LockEngine&) = delete;
@@ -89,6 +88,13 @@ class LockEngine {
   void holder(const std::string& name, HolderCallback done);
   // Counts everything; lists at most `maxListed` leases and as many waiters.
   EngineStatus status(size_t maxListed = SIZE_MAX) const;
+  // The counts of status() without its lists: constant time, whatever the number of leases.
+  EngineStatus counts() const;
+  // A listing in slices (the status socket walks 100k leases without holding the loop): appends
+  // to `out` (from counts()) the leases and waiters among requests with ids from `from` on,
+  // visiting at most `maxVisited` and listing at most `cap` of each. Returns the id to go on
+  // from, or 0 when the listing is complete (`out.truncated` says whether it was cut at `cap`).
+  LeaseId listSlice(LeaseId from, size_t maxVisited, size_t cap, EngineStatus& out) const;
   const EngineConfig& config() const { return config_; }
   // What the limits count now (live requests only).
   Counts countsOfPeer(uint32_t uid) const { return tally_.ofPeer(uid); }

@@ -17,8 +17,8 @@ void EventLog::leaseEvent(const engine::LeaseEvent& e) {
                    e.client, engine::errorName(e.error), engine::lossReasonName(e.reason));
       break;
     case LeaseEventKind::kLost:
-      spdlog::warn("lost lock={} token={} client={} reason={} held={}ms", e.lock, e.token,
-                   e.client, engine::lossReasonName(e.reason), e.held.count());
+      spdlog::warn("lost lock={} token={} client={} reason={} held={}ms", e.lock, e.token, e.client,
+                   engine::lossReasonName(e.reason), e.held.count());
       break;
     case LeaseEventKind::kReleased:
       spdlog::info("release lock={} token={} client={} held={}ms{}{}", e.lock, e.token, e.client,

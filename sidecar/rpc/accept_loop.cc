@@ -25,21 +25,28 @@ AcceptLoop::AcceptLoop(kj::ConnectionReceiver& receiver, Timer& timer,
 AcceptLoop::~AcceptLoop() noexcept(false) = default;
 
 kj::Promise<void> AcceptLoop::acceptNext() {
-  // KJ's accept() throws a failed accept(2) at once rather than rejecting its promise.
-  return kj::evalNow([this] { return receiver_.acceptAuthenticated(); })
-      .then(
-          [this](kj::AuthenticatedStream stream) {
-            if (!accepting_) {
-              spdlog::info("accepting again after {} failed accept() calls over {} ms",
-                           streakFailures_, msBetween(streakStarted_, timer_.now()));
-              accepting_ = true;
-              streakFailures_ = 0;
-              backoff_ = kFirstBackoff;
-            }
-            serve_(kj::mv(stream));
-            return acceptNext();
-          },
-          [this](kj::Exception&& e) { return retryAfter(kj::mv(e)); });
+  // KJ's accept() tries accept(2) at once and throws its failure rather than rejecting the
+  // promise; a promise means the socket has nothing to accept yet: it accepts again.
+  kj::Promise<kj::AuthenticatedStream> next = nullptr;
+  KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] { next = receiver_.acceptAuthenticated(); })) {
+    return retryAfter(kj::mv(*e));
+  }
+  recovered();
+  return next.then(
+      [this](kj::AuthenticatedStream stream) {
+        serve_(kj::mv(stream));
+        return acceptNext();
+      },
+      [this](kj::Exception&& e) { return retryAfter(kj::mv(e)); });
+}
+
+void AcceptLoop::recovered() {
+  if (accepting_) return;
+  spdlog::info("accepting again after {} failed accept() calls over {} ms", streakFailures_,
+               msBetween(streakStarted_, timer_.now()));
+  accepting_ = true;
+  streakFailures_ = 0;
+  backoff_ = kFirstBackoff;
 }
 
 kj::Promise<void> AcceptLoop::retryAfter(kj::Exception&& error) {

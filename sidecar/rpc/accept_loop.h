@@ -24,7 +24,8 @@ class AcceptLoop {
              kj::Function<void(kj::AuthenticatedStream)> serve);
   ~AcceptLoop() noexcept(false);
 
-  // False from a failed accept() until the next one succeeds: new clients cannot connect.
+  // False from a failed accept() until one succeeds or waits for a client: new clients cannot
+  // connect meanwhile.
   bool accepting() const { return accepting_; }
   // Failed accept() calls since start.
   uint64_t failures() const { return failures_; }
@@ -34,6 +35,7 @@ class AcceptLoop {
  private:
   kj::Promise<void> acceptNext();
   kj::Promise<void> retryAfter(kj::Exception&& error);
+  void recovered();
   kj::Promise<void> sleep(Millis delay);
 
   kj::ConnectionReceiver& receiver_;

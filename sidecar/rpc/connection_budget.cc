@@ -10,9 +10,8 @@ namespace {
 constexpr uint64_t kLoggedRefusals = 3;
 }  // namespace
 
-ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits,
-                                   uint64_t& refusedTotal)
-    : peer_(std::move(peer)), limits_(limits), refusedTotal_(refusedTotal) {
+ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused)
+    : peer_(std::move(peer)), limits_(limits), refused_(refused) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   closer_ = kj::mv(paf.fulfiller);
   closed_ = kj::mv(paf.promise);
@@ -31,12 +30,12 @@ std::optional<Refusal> ConnectionBudget::admit() {
   uint64_t replies = queuedReplies();
   bool overBytes = limits_.maxQueuedReplyBytes && bytes > limits_.maxQueuedReplyBytes;
   if (overBytes || (limits_.maxQueuedReplies && replies > limits_.maxQueuedReplies)) {
-    std::string why = std::to_string(replies) + " replies (" + std::to_string(bytes) +
-                      " bytes) not read by the peer, above " +
-                      (overBytes ? std::to_string(limits_.maxQueuedReplyBytes) +
-                                       " bytes (--max-queued-reply-bytes)"
-                                 : std::to_string(limits_.maxQueuedReplies) +
-                                       " replies (--max-queued-replies)");
+    std::string why =
+        std::to_string(replies) + " replies (" + std::to_string(bytes) +
+        " bytes) not read by the peer, above " +
+        (overBytes
+             ? std::to_string(limits_.maxQueuedReplyBytes) + " bytes (--max-queued-reply-bytes)"
+             : std::to_string(limits_.maxQueuedReplies) + " replies (--max-queued-replies)");
     noteRefused(why);
     close(why);
     return Refusal{engine::LeaseError::kLimitReached, why};
@@ -64,7 +63,7 @@ std::optional<Refusal> ConnectionBudget::admitLease() const {
 }
 
 void ConnectionBudget::noteRefused(const std::string& detail) {
-  ++refusedTotal_;
+  refused_.add(detail);
   if (++refusals_ <= kLoggedRefusals) {
     spdlog::warn("refused a call of {}: {}", peer_.describe(), detail);
   } else if (refusals_ == kLoggedRefusals + 1) {

@@ -8,6 +8,7 @@
 #include <kj/async.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -17,13 +18,13 @@
 namespace fencekeeper::rpc {
 
 struct ConnectionLimits {
-  uint32_t maxConnectionsPerPeer = 128;     // --max-connections (per uid)
-  uint32_t maxCallsPerConnection = 256;     // --max-calls-per-connection (unanswered)
-  uint64_t maxQueuedReplyBytes = 1 << 20;   // --max-queued-reply-bytes
+  uint32_t maxConnectionsPerPeer = 128;    // --max-connections (per uid)
+  uint32_t maxCallsPerConnection = 256;    // --max-calls-per-connection (unanswered)
+  uint64_t maxQueuedReplyBytes = 1 << 20;  // --max-queued-reply-bytes
   // Each queued reply holds a whole message buffer (8 KiB at least) however small it is on the
   // wire: the count bounds the memory, the bytes bound a few large answers.
-  uint32_t maxQueuedReplies = 256;          // --max-queued-replies
-  uint32_t maxLeaseCapabilities = 5'000;    // kept by one connection, released ones included
+  uint32_t maxQueuedReplies = 256;        // --max-queued-replies
+  uint32_t maxLeaseCapabilities = 5'000;  // kept by one connection, released ones included
 };
 
 struct Refusal {
@@ -31,9 +32,19 @@ struct Refusal {
   std::string detail;
 };
 
+// Refusals by a limit or the allow-list, counted for status (refusedTotal) and the metrics.
+struct RefusalCount {
+  uint64_t total = 0;
+  std::function<void(const std::string& detail)> listener;  // may be empty
+  void add(const std::string& detail) {
+    ++total;
+    if (listener) listener(detail);
+  }
+};
+
 class ConnectionBudget {
  public:
-  ConnectionBudget(Peer peer, const ConnectionLimits& limits, uint64_t& refusedTotal);
+  ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused);
 
   // Set once the connection's network exists (it reports the queued reply bytes).
   void attach(capnp::TwoPartyVatNetwork& network) { network_ = &network; }
@@ -65,7 +76,7 @@ class ConnectionBudget {
  private:
   const Peer peer_;
   const ConnectionLimits& limits_;
-  uint64_t& refusedTotal_;
+  RefusalCount& refused_;
   capnp::TwoPartyVatNetwork* network_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> closer_;
   kj::Promise<void> closed_ = nullptr;

@@ -329,13 +329,13 @@ std::optional<Refusal> RpcListener::refusalOf(const Peer& peer) const {
 
 void RpcListener::serve(kj::AuthenticatedStream stream) {
   Peer peer = readPeer(nextConnection_++, *stream.stream);
-  auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refusedTotal);
+  auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refused);
   capnp::Capability::Client bootstrap = nullptr;
   auto hangUp = kj::newPromiseAndFulfiller<void>();
   if (auto refused = refusalOf(peer)) {
     // The audit line of a refused peer; the connection answers why, then closes.
     spdlog::warn("refused connection {} gid {}: {}", peer.describe(), peer.gid, refused->detail);
-    ++context_.refusedTotal;
+    context_.refused.add(refused->detail);
     bootstrap = kj::heap<RefusingSidecar>(*refused, budget, context_.timer);
   } else {
     spdlog::info("connection {} gid {} opened", peer.describe(), peer.gid);
@@ -346,11 +346,12 @@ void RpcListener::serve(kj::AuthenticatedStream stream) {
   auto& messages = connection->messages;
   auto ended = connection->network.onDisconnect().exclusiveJoin(budget->whenClosed());
   connections_.add(
-      ended.then([&messages, budget]() -> std::string {
-             if (!budget->closeReason().empty()) return budget->closeReason();
-             if (!messages.failure().empty()) return "malformed message: " + messages.failure();
-             return "peer closed";
-           })
+      ended
+          .then([&messages, budget]() -> std::string {
+            if (!budget->closeReason().empty()) return budget->closeReason();
+            if (!messages.failure().empty()) return "malformed message: " + messages.failure();
+            return "peer closed";
+          })
           .attach(kj::mv(connection))
           .then([budget, hungUp = kj::mv(hangUp.fulfiller)](std::string reason) mutable {
             spdlog::info("connection {} closed: {}", budget->peer().describe(), reason);

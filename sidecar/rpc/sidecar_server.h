@@ -29,14 +29,14 @@ struct ServerContext {
   TimePoint startedAt;
   ConnectionLimits limits{};
   AllowList allow{};
-  const AcceptLoop* acceptLoop = nullptr;  // set by the listener, for Status.accepting
+  const AcceptLoop* acceptLoop = nullptr;        // set by the listener, for Status.accepting
   const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served
   std::string zkServers;
   std::string instanceId;
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};
   std::map<uint32_t, uint32_t> connectionsByUid{};
-  uint64_t refusedTotal = 0;
+  RefusalCount refused{};
 };
 
 // Accepts connections on a listening Unix socket and serves each with its own two-party RPC

@@ -77,8 +77,35 @@ Verdict readinessOf(const ServerContext& ctx) {
                      ", not vouched for: no lease can be granted or trusted now"};
 }
 
+void fillLease(const engine::LeaseSummary& l, ipc::LeaseSummary::Builder out) {
+  out.setName(l.name);
+  out.setToken(l.token);
+  out.setOwnerLabel(l.ownerLabel);
+  out.setClientPid(l.clientPid);
+  out.setValidMs(clampMs(l.valid));
+  out.setClientUid(l.clientUid);
+  out.setConnection(l.connection);
+  out.setHeldForMs(static_cast<uint64_t>(std::max<int64_t>(0, l.heldFor.count())));
+  out.setState("held");
+}
+
+void fillWaiter(const engine::WaiterSummary& w, ipc::WaiterSummary::Builder out) {
+  out.setName(w.name);
+  out.setOwnerLabel(w.ownerLabel);
+  out.setClientPid(w.clientPid);
+  out.setClientUid(w.clientUid);
+  out.setConnection(w.connection);
+  out.setState(w.queued ? "waiting" : "creating");
+  out.setPosition(w.position);
+  out.setWaitedMs(static_cast<uint64_t>(std::max<int64_t>(0, w.waitedFor.count())));
+}
+
 void fillStatus(const ServerContext& ctx, ipc::Status::Builder out, size_t listingCap) {
-  auto s = ctx.engine.status(listingCap);
+  fillStatus(ctx, out, ctx.engine.status(listingCap), listingCap);
+}
+
+void fillStatus(const ServerContext& ctx, ipc::Status::Builder out, const engine::EngineStatus& s,
+                size_t listingCap) {
   out.setVersion(FK_VERSION);
   out.setBuild(FK_BUILD);
   out.setZkServers(ctx.zkServers);
@@ -112,33 +139,13 @@ void fillStatus(const ServerContext& ctx, ipc::Status::Builder out, size_t listi
     out.setAcceptFailures(accept->failures());
   }
   auto leases = out.initLeases(clamp32(s.leases.size()));
-  for (unsigned i = 0; i < s.leases.size(); ++i) {
-    leases[i].setName(s.leases[i].name);
-    leases[i].setToken(s.leases[i].token);
-    leases[i].setOwnerLabel(s.leases[i].ownerLabel);
-    leases[i].setClientPid(s.leases[i].clientPid);
-    leases[i].setValidMs(clampMs(s.leases[i].valid));
-    leases[i].setClientUid(s.leases[i].clientUid);
-    leases[i].setConnection(s.leases[i].connection);
-    leases[i].setHeldForMs(static_cast<uint64_t>(std::max<int64_t>(0, s.leases[i].heldFor.count())));
-    leases[i].setState("held");
-  }
+  for (unsigned i = 0; i < s.leases.size(); ++i) fillLease(s.leases[i], leases[i]);
   auto waiters = out.initWaiterList(clamp32(s.waiters.size()));
-  for (unsigned i = 0; i < s.waiters.size(); ++i) {
-    const auto& w = s.waiters[i];
-    waiters[i].setName(w.name);
-    waiters[i].setOwnerLabel(w.ownerLabel);
-    waiters[i].setClientPid(w.clientPid);
-    waiters[i].setClientUid(w.clientUid);
-    waiters[i].setConnection(w.connection);
-    waiters[i].setState(w.queued ? "waiting" : "creating");
-    waiters[i].setPosition(w.position);
-    waiters[i].setWaitedMs(static_cast<uint64_t>(std::max<int64_t>(0, w.waitedFor.count())));
-  }
+  for (unsigned i = 0; i < s.waiters.size(); ++i) fillWaiter(s.waiters[i], waiters[i]);
   auto foreign = out.initForeignNodes(clamp32(s.foreignNodes.size()));
   for (unsigned i = 0; i < s.foreignNodes.size(); ++i) foreign.set(i, s.foreignNodes[i]);
   fillLimits(ctx, out.initLimits());
-  out.setRefusedTotal(ctx.refusedTotal);
+  out.setRefusedTotal(ctx.refused.total);
   fillConnections(ctx, out);
 }
 

@@ -13,6 +13,11 @@ uint32_t clampMs(Millis ms);
 constexpr size_t kStatusListingCap = 10'000;
 void fillStatus(const ServerContext& ctx, ipc::Status::Builder out,
                 size_t listingCap = kStatusListingCap);
+// The same from an engine listing already made (`s`, listed with `listingCap`).
+void fillStatus(const ServerContext& ctx, ipc::Status::Builder out, const engine::EngineStatus& s,
+                size_t listingCap);
+void fillLease(const engine::LeaseSummary& lease, ipc::LeaseSummary::Builder out);
+void fillWaiter(const engine::WaiterSummary& waiter, ipc::WaiterSummary::Builder out);
 
 // A yes or no with the reason for a no: /healthz and /readyz answer these.
 struct Verdict {

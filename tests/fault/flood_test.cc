@@ -158,11 +158,11 @@ class FloodTest : public ::testing::Test {
       }
     });
     size_t logBefore = cluster.sidecar(0).log().size();
-    std::vector<std::string> argv{"setpriv",   "--reuid=65534",   "--regid=65534",
-                                  "--clear-groups", floodBinary,   "--socket",
-                                  cluster.socket(0), "--mode",     mode,
-                                  "--seconds",      std::to_string(seconds), "--name",
-                                  kHeldLock};
+    std::vector<std::string> argv{
+        "setpriv",   "--reuid=65534", "--regid=65534",         "--clear-groups",
+        floodBinary, "--socket",      cluster.socket(0),       "--mode",
+        mode,        "--seconds",     std::to_string(seconds), "--name",
+        kHeldLock};
     argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
     ChildProcess flood(argv, cluster.newLogPath("flood-" + mode));
     // A sidecar that grows without bound would take the machine down with it: stop the flood.
@@ -245,8 +245,7 @@ TEST_F(FloodTest, UnreadRepliesLeaveAnotherConnectionsLeaseAloneAndMemoryBounded
   if (kSanitizers.find("address") == std::string_view::npos) {
     EXPECT_LT(last.maxRssKiB, 64 * 1024) << "sidecar RSS under the unread-replies flood, KiB";
   }
-  EXPECT_NE(cluster.sidecar(0).log().find("not read by the peer, above"),
-            std::string::npos)
+  EXPECT_NE(cluster.sidecar(0).log().find("not read by the peer, above"), std::string::npos)
       << "the flood never reached the queued-reply bound";
 }
 

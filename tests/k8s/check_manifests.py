@@ -77,13 +77,41 @@ def validate(kdir, objects):
           + (": " + out.stderr.strip() if out.stderr.strip() else ""))
 
 
-def check_config(args, env):
-    """`fencekeeper ARGS --check-config` in an environment of `env` only: key=value dict."""
-    out = run([FENCEKEEPER] + args + ["--check-config"], env=env)
-    if not check(out.returncode == 0, f"fencekeeper {' '.join(args)} --check-config exits 0"
-                 + (f" (exit {out.returncode}: {out.stderr.strip()})" if out.returncode else "")):
+def parse_config(stdout):
+    return dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+
+
+def check_config(name, args, env, root, mounts):
+    """`fencekeeper ARGS --check-config` as the pod would run it: in the runtime files' chroot,
+    with the container's volumes as the kubelet makes them (an emptyDir is 2777 with fsGroup),
+    since where the sockets go depends on their directory. Returns the key=value answer."""
+    built = run([FENCEKEEPER] + args + ["--check-config"], env=env)
+    check(built.returncode == 0, f"{name}: the build's fencekeeper {' '.join(args)} "
+          f"--check-config exits 0" + (f" (exit {built.returncode}: {built.stderr.strip()})"
+                                       if built.returncode else ""))
+    if root is None or built.returncode:
         return None
-    return dict(line.split("=", 1) for line in out.stdout.splitlines())
+    made, created = [], []  # the mount points; the topmost directories made for them
+    for path, mode in mounts:
+        target = os.path.join(root, path.lstrip("/"))
+        top = target
+        while not os.path.exists(os.path.dirname(top)):
+            top = os.path.dirname(top)
+        if not os.path.exists(top):
+            created.append(top)
+        os.makedirs(target)
+        os.chmod(target, mode)
+        made.append(target)
+    try:
+        r = run([CHROOT, root, "/usr/local/bin/fencekeeper"] + args + ["--check-config"], env=env)
+        check(r.returncode == 0, f"{name}: in the image's files, with the pod's volumes, "
+              "--check-config exits 0" + (f": {r.stderr.strip()}" if r.returncode else ""))
+        check(all(not os.listdir(m) for m in made),
+              f"{name}: --check-config created nothing in the volumes")
+        return parse_config(r.stdout) if r.returncode == 0 else None
+    finally:
+        for top in created:
+            shutil.rmtree(top)
 
 
 def literal_env(container):
@@ -97,7 +125,7 @@ def documented_image():
     return m.group(1) if m else None
 
 
-def check_sidecar_pod(kdir, workload, image):
+def check_sidecar_pod(kdir, workload, image, root):
     name = f"{kdir}: {workload['kind']} {workload['metadata']['name']}"
     pod = workload["spec"]["template"]["spec"]
     sidecar = next(c for c in pod["initContainers"] if c["name"] == "fencekeeper")
@@ -107,7 +135,10 @@ def check_sidecar_pod(kdir, workload, image):
           f"Dockerfile's {image}")
     check(sidecar.get("command") == ["fencekeeper"], f"{name}: runs fencekeeper")
     env = {k: v for k, v in literal_env(sidecar).items() if k.startswith("FENCEKEEPER_")}
-    config = check_config(sidecar.get("args", []), env)
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts = [(m["mountPath"], 0o2777 if "emptyDir" in volumes.get(m["name"], {}) else 0o755)
+              for m in sidecar.get("volumeMounts", [])]
+    config = check_config(name, sidecar.get("args", []), env, root, mounts)
     if config is None:
         return None
     socket, status = config["socket"], config["status-socket"]
@@ -122,7 +153,6 @@ def check_sidecar_pod(kdir, workload, image):
         check(got == want, f"{name}: {probe} is `{' '.join(want)}` (got {got})")
 
     # Both sockets on the shared memory volume, mounted at their directory in every container.
-    volumes = {v["name"]: v for v in pod.get("volumes", [])}
     def mount_of(container, directory):
         return next((m for m in container.get("volumeMounts", [])
                      if m["mountPath"].rstrip("/") == directory), None)
@@ -225,38 +255,26 @@ def check_zookeeper(kdir, objects, sidecars):
               f"{kdir}: the NetworkPolicy admits the sidecar's pods (labels {s['labels']})")
 
 
-def check_runtime_files(sidecars):
-    """The runtime stage's files, with the C runtime, run in a chroot."""
+def assemble_runtime(root):
+    """The runtime stage's files, with the C runtime, as a root to chroot into."""
     if not check(os.geteuid() == 0, "running as root (chroot)"):
-        return
-    root = tempfile.mkdtemp(prefix="fk-runtime-")
-    try:
-        out = run(["bash", os.path.join(SOURCE, "scripts", "runtime-files.sh"), BUILD, root,
-                   "--with-base"])
-        if not check(out.returncode == 0, "scripts/runtime-files.sh assembles the runtime files"
-                     + (": " + out.stderr.strip() if out.returncode else "")):
-            return
-        print("     " + " ".join(out.stdout.split()))
-        r = run([CHROOT, root, "/usr/local/bin/fencekeeper", "--help"], env={})
-        check(r.returncode == 0 and r.stdout.startswith("usage: fencekeeper"),
-              "chroot: fencekeeper --help")
-        r = run([CHROOT, root, "/usr/local/bin/fencectl", "--help"], env={})
-        check("usage" in r.stdout + r.stderr and r.returncode in (0, 64), "chroot: fencectl --help")
-        r = run([CHROOT, root, "/usr/lib64/ld-linux-x86-64.so.2", "--library-path",
-                 "/usr/local/lib", "--list", "/usr/local/lib/libfencekeeper.so"], env={})
-        check(r.returncode == 0 and "not found" not in r.stdout,
-              "chroot: libfencekeeper.so's libraries resolve")
-        for s in sidecars:
-            r = run([CHROOT, root, "/usr/local/bin/fencekeeper"] + s["args"] +
-                    ["--check-config"], env=s["env"])
-            printed = dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
-            check(r.returncode == 0 and printed == s["config"],
-                  "chroot: the sidecar's --check-config, same answer as the build's")
-            check(not os.path.exists(os.path.join(root, s["config"]["socket"].lstrip("/"))
-                                     .rsplit("/", 1)[0]),
-                  "chroot: --check-config created no socket directory")
-    finally:
-        shutil.rmtree(root)
+        return None
+    out = run(["bash", os.path.join(SOURCE, "scripts", "runtime-files.sh"), BUILD, root,
+               "--with-base"])
+    if not check(out.returncode == 0, "scripts/runtime-files.sh assembles the runtime files"
+                 + (": " + out.stderr.strip() if out.returncode else "")):
+        return None
+    print("     " + " ".join(out.stdout.split()))
+    r = run([CHROOT, root, "/usr/local/bin/fencekeeper", "--help"], env={})
+    check(r.returncode == 0 and r.stdout.startswith("usage: fencekeeper"),
+          "chroot: fencekeeper --help")
+    r = run([CHROOT, root, "/usr/local/bin/fencectl", "--help"], env={})
+    check("usage" in r.stdout + r.stderr and r.returncode in (0, 64), "chroot: fencectl --help")
+    r = run([CHROOT, root, "/usr/lib64/ld-linux-x86-64.so.2", "--library-path",
+             "/usr/local/lib", "--list", "/usr/local/lib/libfencekeeper.so"], env={})
+    check(r.returncode == 0 and "not found" not in r.stdout,
+          "chroot: libfencekeeper.so's libraries resolve")
+    return root
 
 
 def build_image(image):
@@ -291,6 +309,14 @@ def build_image(image):
 def main():
     require_tools()
     image = documented_image()
+    runtime = tempfile.mkdtemp(prefix="fk-runtime-")
+    try:
+        return check_all(image, assemble_runtime(runtime))
+    finally:
+        shutil.rmtree(runtime)
+
+
+def check_all(image, root):
     sidecars, rendered = [], {}
     for kdir in kustomizations():
         objects = rendered[kdir] = render(kdir)
@@ -300,14 +326,13 @@ def main():
         for o in objects:
             pod = o.get("spec", {}).get("template", {}).get("spec", {})
             if any(c["name"] == "fencekeeper" for c in pod.get("initContainers", [])):
-                s = check_sidecar_pod(kdir, o, image)
+                s = check_sidecar_pod(kdir, o, image, root)
                 if s:
                     sidecars.append(s)
     check(sidecars, "some overlay deploys the sidecar")
     zk = rendered.get("k8s/overlays/dev-zookeeper")
     if check(bool(zk), "k8s/overlays/dev-zookeeper renders a ZooKeeper ensemble"):
         check_zookeeper("k8s/overlays/dev-zookeeper", zk, sidecars)
-    check_runtime_files(sidecars)
     build_image(image)
     if failures:
         print(f"{len(failures)} check(s) failed:\n  " + "\n  ".join(failures))

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -61,6 +62,10 @@ std::string SidecarCluster::socket(size_t i) const {
   return dir_ + "/s" + std::to_string(i) + ".sock";
 }
 
+std::string SidecarCluster::statusSocket(size_t i) const {
+  return dir_ + "/s" + std::to_string(i) + ".status.sock";
+}
+
 std::string SidecarCluster::newLogPath(const std::string& stem) {
   return dir_ + "/" + stem + "-" + std::to_string(logCounter_++) + ".log";
 }
@@ -76,6 +81,13 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
                                 options.sessionTimeout,
                                 "--log-level",
                                 "trace"};
+  // Sidecars of one cluster share its directory: each gets a status socket of its own.
+  bool ownStatusSocket = std::find(options.extraArgs.begin(), options.extraArgs.end(),
+                                   "--status-socket") != options.extraArgs.end();
+  if (!ownStatusSocket) {
+    argv.push_back("--status-socket");
+    argv.push_back(statusSocket(i));
+  }
   argv.insert(argv.end(), options.extraArgs.begin(), options.extraArgs.end());
   sidecars_.push_back(
       std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));

@@ -34,6 +34,8 @@ class SidecarCluster {
   bool waitReady(size_t i);
   ChildProcess& sidecar(size_t i) { return *sidecars_.at(i); }
   std::string socket(size_t i) const;
+  // Its status socket (--status-socket, unless the test's extraArgs give one).
+  std::string statusSocket(size_t i) const;
   std::unique_ptr<Client> connect(size_t i);
 
   // Starts `fencectl --socket <sidecar i> ARGS...` in its own process group.

@@ -3,6 +3,8 @@
 #include "sidecar/config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
@@ -49,13 +51,27 @@ TEST(CheckConfig, StatusSocketDefaultsToTheLeaseSocketsDirectory) {
 
   parsed = parse({"--zk", "zk:2181", "--socket", "lease.sock"});
   ASSERT_TRUE(parsed.config);
-  EXPECT_EQ(statusSocketPath(*parsed.config), "status.sock");
+  EXPECT_EQ(described(*parsed.config)["status-socket"], "./status.sock");
+}
+
+// As in a Kubernetes emptyDir: the lease socket goes to a subdirectory of its own, and the
+// default status socket with it.
+TEST(CheckConfig, StatusSocketFollowsTheLeaseSocketIntoItsSubdirectory) {
+  char dir[] = "/tmp/fk-config-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_EQ(chmod(dir, 0777), 0);
+  std::string socket = std::string(dir) + "/lease.sock";
+  auto parsed = parse({"--zk", "zk:2181", "--socket", socket});
+  ASSERT_TRUE(parsed.config);
+  auto keys = described(*parsed.config);
+  EXPECT_EQ(keys["socket"], socket);
+  EXPECT_EQ(keys["status-socket"], std::string(dir) + "/lease.sock.d/status.sock");
+  EXPECT_EQ(rmdir(dir), 0);  // and --check-config created nothing there
 }
 
 TEST(CheckConfig, StatusSocketNoneDisablesAndAPathIsKept) {
   auto parsed = parse({"--zk", "zk:2181", "--status-socket", "none"});
   ASSERT_TRUE(parsed.config);
-  EXPECT_EQ(statusSocketPath(*parsed.config), "");
   EXPECT_EQ(described(*parsed.config)["status-socket"], "none");
 
   parsed = parse({"--zk", "zk:2181", "--status-socket", "/var/run/s.sock", "--status-listen",
@@ -108,7 +124,7 @@ TEST(CheckConfig, BadFlagsAreRefusedWithUsageExit) {
       {"--zk", "zk:2181", "--status-listen", "[]:9464"},
       {"--zk", "zk:2181", "--log-format", "xml"},
       {"--zk", "zk:2181", "--status-socket", ""},
-      {"--zk", "zk:2181", "--socket", "/run/fk/status.sock"},
+      {"--zk", "zk:2181", "--status-listen", "localhost:9464"},  // numeric addresses only
   };
   for (const auto& args : bad) {
     auto parsed = parse(args);

@@ -1,0 +1,117 @@
+#include "sidecar/status/status_server.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "sidecar/rpc/peer.h"
+
+namespace fencekeeper::status {
+
+namespace {
+
+kj::HttpServerSettings settings() {
+  kj::HttpServerSettings s;
+  s.headerTimeout = StatusServer::kHeaderTimeout.count() * kj::MILLISECONDS;
+  s.pipelineTimeout = StatusServer::kHeaderTimeout.count() * kj::MILLISECONDS;
+  s.canceledUploadGracePeriod = 100 * kj::MILLISECONDS;
+  s.canceledUploadGraceBytes = 4096;
+  return s;
+}
+
+kj::Own<kj::HttpHeaderTable> buildTable(kj::HttpHeaderId& allow) {
+  kj::HttpHeaderTable::Builder builder;
+  allow = builder.add("Allow");
+  return builder.build();
+}
+
+}  // namespace
+
+// Answers every request of a refused peer with 403 and why.
+class StatusServer::RefusingService final : public kj::HttpService {
+ public:
+  RefusingService(kj::HttpHeaderTable& table, Metrics& metrics, std::string why)
+      : table_(table), metrics_(metrics), why_(std::move(why)) {}
+  kj::Promise<void> request(kj::HttpMethod, kj::StringPtr, const kj::HttpHeaders&,
+                            kj::AsyncInputStream&, Response& response) override {
+    metrics_.statusRequest("other", 403);
+    kj::HttpHeaders headers(table_);
+    headers.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
+    auto body = kj::str(why_.c_str(), "\n");
+    auto stream = response.send(403, "Forbidden", headers, body.size());
+    auto& out = *stream;
+    return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
+  }
+
+ private:
+  kj::HttpHeaderTable& table_;
+  Metrics& metrics_;
+  std::string why_;
+};
+
+StatusServer::StatusServer(rpc::ServerContext& context, Metrics& metrics, kj::Timer& kjTimer)
+    : context_(context),
+      metrics_(metrics),
+      table_(buildTable(allow_)),
+      service_(context, metrics, *table_, allow_),
+      http_(
+          kjTimer, *table_,
+          [this](kj::AsyncIoStream& connection) { return serviceFor(connection); }, settings()),
+      connections_(*this) {}
+
+StatusServer::~StatusServer() noexcept(false) { context_.statusAcceptLoop = nullptr; }
+
+void StatusServer::listen(kj::Own<kj::ConnectionReceiver> receiver) {
+  auto& r = *receiver;
+  receivers_.push_back(kj::mv(receiver));
+  acceptLoops_.push_back(std::make_unique<rpc::AcceptLoop>(
+      r, context_.timer, [this](kj::AuthenticatedStream s) { serve(kj::mv(s)); }));
+  // /healthz reports the first (Unix) socket's accept loop: the probes' way in.
+  if (!context_.statusAcceptLoop) context_.statusAcceptLoop = acceptLoops_.back().get();
+}
+
+void StatusServer::serve(kj::AuthenticatedStream stream) {
+  if (open_ >= kMaxConnections) {
+    spdlog::debug("status socket: {} connections open, closing a new one", open_);
+    return;  // dropping the stream closes it
+  }
+  ++open_;
+  connections_.add(http_.listenHttp(kj::mv(stream.stream))
+                       .then([this] { --open_; }, [this](kj::Exception&&) { --open_; }));
+}
+
+kj::Own<kj::HttpService> StatusServer::serviceFor(kj::AsyncIoStream& connection) {
+  kj::Own<kj::HttpService> allowed(&service_, kj::NullDisposer::instance);
+  KJ_IF_MAYBE (fd, connection.getFd()) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+        address.ss_family != AF_UNIX) {
+      return allowed;  // TCP (--status-listen): no credentials to check
+    }
+  }
+  rpc::Peer peer = rpc::readPeer(nextConnection_++, connection);
+  std::string refusal = peer.known && peer.uid == getuid() ? "" : context_.allow.refusal(peer);
+  if (!refusal.empty()) {
+    spdlog::warn("status socket: refused connection {} gid {}: {}", peer.describe(), peer.gid,
+                 refusal);
+    return kj::heap<RefusingService>(*table_, metrics_, refusal);
+  }
+  bool first = std::find(loggedUids_.begin(), loggedUids_.end(), peer.uid) == loggedUids_.end();
+  if (first && loggedUids_.size() < kLoggedUids) {
+    loggedUids_.push_back(peer.uid);
+    spdlog::info("status socket: connection {} gid {} (later ones of uid {} are logged at debug)",
+                 peer.describe(), peer.gid, peer.uid);
+  } else {
+    spdlog::debug("status socket: connection {} gid {}", peer.describe(), peer.gid);
+  }
+  return allowed;
+}
+
+void StatusServer::taskFailed(kj::Exception&& e) {
+  spdlog::debug("status connection failed: {}", e.getDescription().cStr());
+}
+
+}  // namespace fencekeeper::status

@@ -1,0 +1,28 @@
+// A blocking HTTP/1.1 exchange over a Unix (or TCP loopback) socket, bounded by a deadline, for
+// the status socket's tests: what a probe or curl would see.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace fencekeeper::testing {
+
+struct HttpAnswer {
+  int code = 0;
+  std::string head;  // status line and headers
+  std::string body;
+};
+
+// Sends `request` (a whole HTTP request) to the Unix socket `path` and reads one answer (its
+// Content-Length, or until the server closes); nullopt when it cannot connect, closes without an
+// answer, or `timeout` passes.
+std::optional<HttpAnswer> httpExchange(const std::string& path, const std::string& request,
+                                       std::chrono::milliseconds timeout);
+// GET `target` with Connection: close.
+std::optional<HttpAnswer> httpGet(const std::string& path, const std::string& target,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
+// Parses a raw answer (status line, headers, body); nullopt when it is not HTTP.
+std::optional<HttpAnswer> parseHttpAnswer(const std::string& raw);
+
+}  // namespace fencekeeper::testing
