@@ -99,6 +99,8 @@ def main(argv):
             elif got[0] != kind or not labels <= got[1]:
                 failures.append(f"{name}: listed as {kind} {sorted(labels)}, exported as "
                                 f"{got[0]} {sorted(got[1])}")
+        for name in sorted(set(scraped) - set(metrics)):
+            failures.append(f"{name} is exported but not listed: --regenerate the list")
     with open(os.path.join(source, "k8s", "grafana-dashboard.json")) as f:
         dashboard = json.load(f)
     used = set()
