@@ -53,13 +53,13 @@ wait_for "$work/store.port" "[0-9]" 10
 port=$(cat "$work/store.port")
 
 say "pod A: fencekeeper --dev (starts a private ZooKeeper on loopback)"
-"$FENCEKEEPER" --dev --dev-data "$work/zk" --socket "$work/a.sock" --session-timeout 4s \
+"$FENCEKEEPER" --dev --dev-data "$work/zk" --socket "$work/a.sock" --status-socket "$work/a.status.sock" --session-timeout 4s \
   >"$work/sidecar-a.log" 2>&1 &
 pids+=($!)
 wait_for "$work/sidecar-a.log" "session connected" 60
 zk=$(sed -n 's/.*join it with --zk \([^ ]*\).*/\1/p' "$work/sidecar-a.log")
 say "pod B: fencekeeper --zk $zk (joins the same ZooKeeper)"
-"$FENCEKEEPER" --zk "$zk" --socket "$work/b.sock" --session-timeout 4s >"$work/sidecar-b.log" 2>&1 &
+"$FENCEKEEPER" --zk "$zk" --socket "$work/b.sock" --status-socket "$work/b.status.sock" --session-timeout 4s >"$work/sidecar-b.log" 2>&1 &
 pids+=($!)
 wait_for "$work/sidecar-b.log" "session connected" 30
 

@@ -156,6 +156,9 @@ class Cluster:
         i = len(self.sidecars)
         socket = socket or os.path.join(self.tmp, "fk%d.sock" % i)
         log_path = os.path.join(self.tmp, "fencekeeper%d.log" % i)
+        if "--status-socket" not in extra_args:
+            # Sidecars of one temp directory would share the default status.sock.
+            extra_args += ("--status-socket", os.path.join(self.tmp, "fk%d.status.sock" % i))
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 DIE_WITH_PARENT + [self.fencekeeper, "--zk", self.connect, "--socket", socket,
