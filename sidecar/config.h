@@ -43,6 +43,7 @@ struct SidecarConfig {
   std::string statusSocket;  // --status-socket; empty: status.sock beside the lease socket
   std::string statusListen;  // --status-listen ADDR:PORT; empty: no TCP
   bool metricsLockLabels = false;
+  bool checkConfig = false;  // --check-config: print the effective configuration and exit
 };
 
 // Where the status socket goes for a lease socket bound at `boundLeaseSocket`; empty: none.
@@ -57,5 +58,12 @@ struct ParsedFlags {
 // Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT,
 // FENCEKEEPER_LOG_FORMAT).
 ParsedFlags parseFlags(int argc, char** argv);
+
+// The longest the sidecar waits at SIGTERM for ZooKeeper to confirm its deletions before it
+// closes the session anyway: the grace period of its pod must cover it (k8s/README.md).
+Millis shutdownWait(const SidecarConfig& config);
+
+// The effective configuration, one `key=value` a line, for --check-config.
+std::string describeConfig(const SidecarConfig& config);
 
 }  // namespace fencekeeper

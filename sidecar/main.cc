@@ -29,9 +29,6 @@
 namespace fencekeeper {
 namespace {
 
-// Shutdown waits for holders to acknowledge their loss, at most for the validity they were
-// given, which the session timeout bounds.
-constexpr Millis kShutdownSlack{5'000};
 // Measured with fk-flood (docs/security.md, "Floods"): a holder's check() waited up to 460 ms
 // behind one flooding connection without a bound, 70 ms with this one.
 constexpr unsigned kEventsBetweenPolls = 64;
@@ -184,8 +181,7 @@ int run(const SidecarConfig& config) {
   engine->shutdown([&] { paf.fulfiller->fulfill(); });
   bool clean = paf.promise.then([] { return true; })
                    .exclusiveJoin(io.provider->getTimer()
-                                      .afterDelay((config.sessionTimeout + kShutdownSlack).count() *
-                                                  kj::MILLISECONDS)
+                                      .afterDelay(shutdownWait(config).count() * kj::MILLISECONDS)
                                       .then([] { return false; }))
                    .wait(io.waitScope);
   if (!clean) spdlog::warn("shutdown: ZooKeeper did not confirm every deletion in time");
@@ -207,6 +203,10 @@ int main(int argc, char** argv) {
   if (!parsed.config) {
     std::fprintf(parsed.exitCode == 0 ? stdout : stderr, "%s\n", parsed.message.c_str());
     return parsed.exitCode;
+  }
+  if (parsed.config->checkConfig) {
+    std::fputs(fencekeeper::describeConfig(*parsed.config).c_str(), stdout);
+    return 0;
   }
   spdlog::set_level(spdlog::level::from_str(parsed.config->logLevel));
   fencekeeper::logging::useLogFormat(parsed.config->logFormat);
