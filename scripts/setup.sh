@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Installs fencekeeper's Debian 12 build and test dependencies, only those missing. Idempotent.
+# --build-only: only what building the binaries needs (the Dockerfile's build stage).
 set -euo pipefail
-pkgs=(zookeeper libzookeeper-mt-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
-      libgtest-dev libgmock-dev libbenchmark-dev cmake make g++ pkg-config python3-kazoo python3-venv
-      python3-pip python3-setuptools python3-wheel procps spin
-      clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
-      prometheus-cpp-dev)  # the status socket's /metrics
+here="$(cd "$(dirname "$0")/.." && pwd)"
+build_pkgs=(libzookeeper-mt-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
+            cmake make g++ pkg-config
+            prometheus-cpp-dev)  # the status socket's /metrics
+test_pkgs=(zookeeper libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
+           python3-pip python3-setuptools python3-wheel procps spin
+           clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
+           python3-yaml)             # tests/k8s
+pkgs=("${build_pkgs[@]}")
+[ "${1:-}" = --build-only ] || pkgs+=("${test_pkgs[@]}")
+# tests/k8s validates with node (Debian's npm brings it where missing).
+[ "${1:-}" = --build-only ] || command -v npm >/dev/null || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,4 +23,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || true
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+[ "${1:-}" = --build-only ] && exit 0
+# tests/k8s renders with kubectl: the machine image has the apt package kubectl, which Debian 12's
+# own archive lacks; where it is missing and apt cannot install it, tests/k8s fails saying so.
+if ! command -v kubectl >/dev/null; then
+  apt-get install -y -qq --no-install-recommends kubectl >/dev/null ||
+    echo "setup: no kubectl package to be had: the test K8sManifests will fail" >&2
+fi
+# The Kubernetes API schema validators, at the versions of tests/k8s/validator's lockfile, in a
+# fixed directory outside the tree (tests/k8s reads it there and never installs).
+validator="${FK_K8S_VALIDATOR_DIR:-/var/cache/fencekeeper/k8s-validator}"
+if ! cmp -s "$here/tests/k8s/validator/package-lock.json" "$validator/package-lock.json" ||
+   [ ! -d "$validator/node_modules/kubernetes-models" ]; then
+  echo "setup: installing the Kubernetes schema validators into $validator"
+  mkdir -p "$validator"
+  cp "$here/tests/k8s/validator/package.json" "$here/tests/k8s/validator/package-lock.json" \
+    "$validator/"
+  (cd "$validator" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 fi

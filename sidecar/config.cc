@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 
 #include "sidecar/common/duration.h"
+#include "sidecar/common/socket_path.h"
 
 namespace fencekeeper {
 
@@ -80,13 +82,30 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
   --metrics-lock-labels  label lease metrics with the lock name (at most 1000 locks get
                          their own series, the rest "_other"; default off: unbounded names)
 
+  --check-config         parse every flag as a start would, print the effective
+                         configuration (key=value, one a line; shutdown-wait-ms is the
+                         longest SIGTERM waits for ZooKeeper) and exit 0, touching neither
+                         ZooKeeper nor any socket or file (it looks at the lease socket's
+                         directory only, for where the status socket goes); a bad flag
+                         exits 64 as ever
   --log-level LEVEL      trace, debug, info, warn, error (default info)
+  --log-format FORMAT    text or json (env FENCEKEEPER_LOG_FORMAT; default text): json writes
+                         every line as one JSON object with time (RFC 3339, UTC, ms), level,
+                         event (grant, renew_failed, lost, release, session_state,
+                         vouching_lapsed; "log" for other lines) and msg, and each lease
+                         event's lock, token, client_pid, client_uid, connection, owner,
+                         reason, ttl_ms, waited_ms, held_ms, how (docs/operations.md, Logs)
   --help                 this text
 
 Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
-SIGTERM/SIGINT: tell every holder, delete every lease's node, close the session,
-remove the socket (only the one it created), exit 0.
+SIGTERM/SIGINT: tell every holder, delete every lease's node (waiting for ZooKeeper's
+confirmation at most the session timeout + 5s), close the session, remove the socket
+(only the one it created), exit 0.
 )";
+
+// Shutdown waits for holders to acknowledge their loss, at most for the validity they were
+// given, which the session timeout bounds; the slack covers ZooKeeper's confirmations.
+constexpr Millis kShutdownSlack{5'000};
 
 // ADDR:PORT with a numeric IPv4 address, or [IPv6]:PORT; port 1-65535.
 bool validListenAddress(const std::string& text) {
@@ -123,6 +142,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
   if (const char* v = std::getenv("FENCEKEEPER_ZK")) c.zk = v;
   if (const char* v = std::getenv("FENCEKEEPER_SOCKET")) c.socket = v;
   if (const char* v = std::getenv("FENCEKEEPER_ROOT")) c.root = v;
+  if (const char* v = std::getenv("FENCEKEEPER_LOG_FORMAT")) c.logFormat = v;
 
   enum : int {
     kZk = 1000,
@@ -139,6 +159,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxPendingDeletes,
     kSocketWorld,
     kLogLevel,
+    kLogFormat,
     kMaxConnections,
     kMaxLeasesPerPeer,
     kMaxWaitingPerPeer,
@@ -151,6 +172,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kStatusSocket,
     kStatusListen,
     kMetricsLockLabels,
+    kCheckConfig,
     kHelp,
   };
   static const option options[] = {
@@ -168,6 +190,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-pending-deletes", required_argument, nullptr, kMaxPendingDeletes},
       {"socket-world", no_argument, nullptr, kSocketWorld},
       {"log-level", required_argument, nullptr, kLogLevel},
+      {"log-format", required_argument, nullptr, kLogFormat},
       {"max-connections", required_argument, nullptr, kMaxConnections},
       {"max-leases-per-peer", required_argument, nullptr, kMaxLeasesPerPeer},
       {"max-waiting-per-peer", required_argument, nullptr, kMaxWaitingPerPeer},
@@ -180,6 +203,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"status-socket", required_argument, nullptr, kStatusSocket},
       {"status-listen", required_argument, nullptr, kStatusListen},
       {"metrics-lock-labels", no_argument, nullptr, kMetricsLockLabels},
+      {"check-config", no_argument, nullptr, kCheckConfig},
       {"help", no_argument, nullptr, kHelp},
       {nullptr, 0, nullptr, 0},
   };
@@ -279,6 +303,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kLogLevel:
         c.logLevel = optarg;
         break;
+      case kLogFormat:
+        c.logFormat = optarg;
+        break;
       case kMaxConnections:
         if (!count(c.limits.maxConnections, UINT32_MAX)) return badCount();
         break;
@@ -320,6 +347,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMetricsLockLabels:
         c.metricsLockLabels = true;
         break;
+      case kCheckConfig:
+        c.checkConfig = true;
+        break;
       case kHelp:
         return ParsedFlags{std::nullopt, 0, kUsage};
       default:
@@ -327,6 +357,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
     }
   }
   if (optind < argc) return bad(std::string("unexpected argument '") + argv[optind] + "'");
+  if (c.logFormat != "text" && c.logFormat != "json") {
+    return bad("bad --log-format '" + c.logFormat + "' (text or json)");
+  }
   if (c.zk.empty() && !c.dev) return bad("give --zk HOSTS or --dev");
   if (!validRoot(c.root)) return bad("--root must be an absolute znode path like /fencekeeper");
   if (c.defaultTtl > c.maxTtl) return bad("--default-ttl is longer than --max-ttl");
@@ -336,6 +369,51 @@ ParsedFlags parseFlags(int argc, char** argv) {
     return bad("--min-grant-vouch above half of --session-timeout: nothing could be granted");
   }
   return ParsedFlags{c, 0, {}};
+}
+
+Millis shutdownWait(const SidecarConfig& config) { return config.sessionTimeout + kShutdownSlack; }
+
+std::string describeConfig(const SidecarConfig& c) {
+  std::ostringstream out;
+  auto line = [&](const char* key, const auto& value) { out << key << '=' << value << '\n'; };
+  auto flag = [](bool on) { return on ? "true" : "false"; };
+  auto idList = [](const std::vector<uint32_t>& ids) {
+    std::string list;
+    for (uint32_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    return list;
+  };
+  // Where this start would bind it: the default follows the lease socket into its subdirectory
+  // when the lease socket's directory is writable by others (the one file system look here).
+  std::string status = statusSocketPath(c, resolveSocketPath(c.socket));
+  line("zk", c.zk);
+  line("dev", flag(c.dev));
+  line("dev-data", c.devDataDir);
+  line("zk-auth-file", c.zkAuthFile);
+  line("socket", c.socket);
+  line("socket-world", flag(c.socketWorldAccessible));
+  line("status-socket", status.empty() ? "none" : status);
+  line("status-listen", c.statusListen);
+  line("metrics-lock-labels", flag(c.metricsLockLabels));
+  line("root", c.root);
+  line("persistent-parents", flag(c.persistentParents));
+  line("session-timeout-ms", c.sessionTimeout.count());
+  line("default-ttl-ms", c.defaultTtl.count());
+  line("max-ttl-ms", c.maxTtl.count());
+  line("min-grant-vouch-ms", c.minGrantVouch.count());  // 0: a quarter of the negotiated
+  line("max-pending-deletes", c.maxPendingDeletes);
+  line("max-connections", c.limits.maxConnections);
+  line("max-leases-per-peer", c.limits.maxLeasesPerPeer);
+  line("max-waiting-per-peer", c.limits.maxWaitingPerPeer);
+  line("max-calls-per-connection", c.limits.maxCallsPerConnection);
+  line("max-leases", c.limits.maxLeases);
+  line("max-queued-reply-bytes", c.limits.maxQueuedReplyBytes);
+  line("max-queued-replies", c.limits.maxQueuedReplies);
+  line("allow-uid", idList(c.allowUids));
+  line("allow-gid", idList(c.allowGids));
+  line("log-level", c.logLevel);
+  line("log-format", c.logFormat);
+  line("shutdown-wait-ms", shutdownWait(c).count());
+  return out.str();
 }
 
 }  // namespace fencekeeper

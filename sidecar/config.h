@@ -36,12 +36,14 @@ struct SidecarConfig {
   size_t maxPendingDeletes = 1'000;
   bool socketWorldAccessible = false;
   std::string logLevel = "info";
+  std::string logFormat = "text";  // --log-format: text or json (sidecar/logging/log_format.h)
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
   std::string statusSocket;  // --status-socket; empty: status.sock beside the lease socket
   std::string statusListen;  // --status-listen ADDR:PORT; empty: no TCP
   bool metricsLockLabels = false;
+  bool checkConfig = false;  // --check-config: print the effective configuration and exit
 };
 
 // Where the status socket goes for a lease socket bound at `boundLeaseSocket`; empty: none.
@@ -53,7 +55,15 @@ struct ParsedFlags {
   std::string message;
 };
 
-// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT).
+// Parses argv (environment: FENCEKEEPER_ZK, FENCEKEEPER_SOCKET, FENCEKEEPER_ROOT,
+// FENCEKEEPER_LOG_FORMAT).
 ParsedFlags parseFlags(int argc, char** argv);
+
+// The longest the sidecar waits at SIGTERM for ZooKeeper to confirm its deletions before it
+// closes the session anyway: the grace period of its pod must cover it (k8s/README.md).
+Millis shutdownWait(const SidecarConfig& config);
+
+// The effective configuration, one `key=value` a line, for --check-config.
+std::string describeConfig(const SidecarConfig& config);
 
 }  // namespace fencekeeper

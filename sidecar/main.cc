@@ -14,6 +14,8 @@
 #include "sidecar/devzk/zk_server.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/logging/event_log.h"
+#include "sidecar/logging/kj_log.h"
+#include "sidecar/logging/log_format.h"
 #include "sidecar/loop/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/status_report.h"
@@ -27,9 +29,6 @@
 namespace fencekeeper {
 namespace {
 
-// Shutdown waits for holders to acknowledge their loss, at most for the validity they were
-// given, which the session timeout bounds.
-constexpr Millis kShutdownSlack{5'000};
 // Measured with fk-flood (docs/security.md, "Floods"): a holder's check() waited up to 460 ms
 // behind one flooding connection without a bound, 70 ms with this one.
 constexpr unsigned kEventsBetweenPolls = 64;
@@ -101,9 +100,7 @@ int run(const SidecarConfig& config) {
     devServer = std::make_unique<devzk::ZkServerProcess>(options);
     devServer->start();
     hosts = devServer->connectString();
-    std::printf("fencekeeper --dev: private ZooKeeper serving; join it with --zk %s\n",
-                hosts.c_str());
-    std::fflush(stdout);
+    logging::announce("fencekeeper --dev: private ZooKeeper serving; join it with --zk " + hosts);
   }
 
   auto io = kj::setupAsyncIo();
@@ -184,8 +181,7 @@ int run(const SidecarConfig& config) {
   engine->shutdown([&] { paf.fulfiller->fulfill(); });
   bool clean = paf.promise.then([] { return true; })
                    .exclusiveJoin(io.provider->getTimer()
-                                      .afterDelay((config.sessionTimeout + kShutdownSlack).count() *
-                                                  kj::MILLISECONDS)
+                                      .afterDelay(shutdownWait(config).count() * kj::MILLISECONDS)
                                       .then([] { return false; }))
                    .wait(io.waitScope);
   if (!clean) spdlog::warn("shutdown: ZooKeeper did not confirm every deletion in time");
@@ -208,8 +204,13 @@ int main(int argc, char** argv) {
     std::fprintf(parsed.exitCode == 0 ? stdout : stderr, "%s\n", parsed.message.c_str());
     return parsed.exitCode;
   }
+  if (parsed.config->checkConfig) {
+    std::fputs(fencekeeper::describeConfig(*parsed.config).c_str(), stdout);
+    return 0;
+  }
   spdlog::set_level(spdlog::level::from_str(parsed.config->logLevel));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  fencekeeper::logging::useLogFormat(parsed.config->logFormat);
+  fencekeeper::logging::KjLogToSpdlog kjLog;
   try {
     return fencekeeper::run(*parsed.config);
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "sidecar/zk/c_client_log.h"
 #include "sidecar/zk/socket_drop.h"
 
 namespace fencekeeper::zk {
@@ -67,8 +68,6 @@ Stat copyStat(const ::Stat* s) {
 
 constexpr int kResolutionDelayMs = 10'000;
 constexpr int kReopenRetryMs = 1'000;
-
-void logToSpdlog(const char* message) { spdlog::debug("zookeeper client: {}", message); }
 
 }  // namespace
 
@@ -289,7 +288,7 @@ void reopen(const std::shared_ptr<Shared>& shared) {
   auto* ctx = new HandleCtx{shared, shared->generation};
   shared->zh = zookeeper_init2(shared->hosts.c_str(), sessionWatcher,
                                static_cast<int>(shared->sessionTimeout.count()), nullptr, ctx, 0,
-                               logToSpdlog);
+                               logCClientLine);
   if (!shared->zh) {
     delete ctx;
     // E.g. no host of the list resolves while an ensemble's pods roll: try again, for ever.
@@ -396,6 +395,7 @@ RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Mill
     : shared_(std::make_shared<Shared>(loop, timer, std::move(hosts), sessionTimeout,
                                        watchHandshakes, std::move(credentials))) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+  routeCClientLogStream();
   reopen(shared_);
   if (!shared_->zh) {
     throw std::runtime_error("cannot start the ZooKeeper client for '" + shared_->hosts +
