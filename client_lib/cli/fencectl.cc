@@ -61,7 +61,7 @@ must own the socket file, in a directory no one else can write, and where that d
 sits in one others can write (a Kubernetes emptyDir, /tmp), be root or fencectl's own uid.
   --expect-uid UID   the sidecar must run as UID instead (env FENCEKEEPER_EXPECT_UID)
 A server that fails the check is refused (exit 69) with both uids named.
-Exit codes (health: 0 on 200, else 1; 64 for invalid arguments):
+Exit codes: (health: 0 on 200, else 1; 64 for invalid arguments)
   CMD's own exit status when it ended by itself
   128+N  CMD killed by signal N (137: still running --grace after a SIGINT or SIGTERM);
          or fencectl got signal N while waiting for the lock, and CMD never ran
