@@ -52,7 +52,7 @@ std::string_view routeOf(std::string_view path) {
 // Entries one loop turn handles: the listing visits requests (cheap, but cache misses add up
 // over 100k), the JSON codec encodes entries (tens of microseconds each). The body is written
 // as it is made, in chunks: no turn holds the loop for more than a millisecond or two.
-constexpr size_t kVisitsPerTurn = 1'024;
+constexpr size_t kVisitsPerTurn = 256;
 constexpr size_t kEncodedPerTurn = 32;
 
 // The codec's compact encoding of the empty lists the entries are spliced into.
