@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "ipc/fencekeeper.capnp.h"
+#include "sidecar/devzk/loopback.h"
 #include "tests/support/http_get.h"
 #include "tests/support/raw_rpc_socket.h"
 #include "tests/support/sidecar_cluster.h"
@@ -377,6 +378,30 @@ TEST(StatusSocketAccess, PeersTheAllowListRefusesGet403AndNoneServesNone) {
   EXPECT_FALSE(std::filesystem::exists(cluster.statusSocket(quiet)));
   EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/status.sock"));
   EXPECT_NE(cluster.sidecar(quiet).log().find("status socket=none"), std::string::npos);
+}
+
+TEST(StatusSocketTcp, StatusListenServesTheSameRoutesOnTcp) {
+  int port = devzk::freeLoopbackPort();
+  SidecarCluster cluster;
+  SidecarOptions options;
+  options.extraArgs = {"--status-listen", "127.0.0.1:" + std::to_string(port)};
+  cluster.startSidecar(options);
+  auto get = [&](const std::string& target) {
+    return httpExchangeTcp(
+        port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        milliseconds(5000));
+  };
+  auto ready = get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->code, 200);
+  auto metrics = get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->code, 200);
+  EXPECT_NE(metrics->body.find("fencekeeper_zk_session_vouched 1"), std::string::npos);
+  auto status = get("/status");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(decode(status->body)->status.getZkState(), "connected");
+  EXPECT_EQ(httpGet(cluster.statusSocket(0), "/healthz")->code, 200) << "and on the Unix socket";
 }
 
 TEST(StatusSocketMetrics, LockLabelsOnlyWhenAsked) {

@@ -1,5 +1,6 @@
 #include "tests/support/http_get.h"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -57,17 +58,12 @@ bool complete(const std::string& raw, bool head) {
 }
 }  // namespace
 
-std::optional<HttpAnswer> httpExchange(const std::string& path, const std::string& request,
-                                       std::chrono::milliseconds timeout) {
+// Sends `request` on the connected `fd` and reads one answer; closes `fd`.
+std::optional<HttpAnswer> exchangeOn(int fd, const std::string& request,
+                                     std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-          static_cast<ssize_t>(request.size())) {
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     close(fd);
     return std::nullopt;
   }
@@ -93,6 +89,35 @@ std::optional<HttpAnswer> httpExchange(const std::string& path, const std::strin
   }
   close(fd);
   return std::nullopt;  // timed out
+}
+
+std::optional<HttpAnswer> httpExchange(const std::string& path, const std::string& request,
+                                       std::chrono::milliseconds timeout) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return std::nullopt;
+  }
+  return exchangeOn(fd, request, timeout);
+}
+
+std::optional<HttpAnswer> httpExchangeTcp(int port, const std::string& request,
+                                          std::chrono::milliseconds timeout) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return std::nullopt;
+  }
+  return exchangeOn(fd, request, timeout);
 }
 
 std::optional<HttpAnswer> httpGet(const std::string& path, const std::string& target,

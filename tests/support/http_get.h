@@ -19,6 +19,9 @@ struct HttpAnswer {
 // answer, or `timeout` passes.
 std::optional<HttpAnswer> httpExchange(const std::string& path, const std::string& request,
                                        std::chrono::milliseconds timeout);
+// The same over TCP to 127.0.0.1:`port` (--status-listen).
+std::optional<HttpAnswer> httpExchangeTcp(int port, const std::string& request,
+                                          std::chrono::milliseconds timeout);
 // GET `target` with Connection: close.
 std::optional<HttpAnswer> httpGet(const std::string& path, const std::string& target,
                                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
