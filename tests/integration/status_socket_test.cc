@@ -218,7 +218,9 @@ TEST_F(StatusSocketTest, UnknownPathsAre404OtherMethods405AndBadQueries400) {
   EXPECT_EQ(head->body, "");
   EXPECT_EQ(get("/status?limit=ten").code, 400);
   auto garbage = httpExchange(path(), "\x01\x02 garbage\r\n\r\n", milliseconds(5000));
-  if (garbage) EXPECT_GE(garbage->code, 400);  // KJ: 400 or 501; or closed without an answer
+  if (garbage) {  // KJ: 400 or 501; or closed without an answer
+    EXPECT_GE(garbage->code, 400);
+  }
   EXPECT_EQ(get("/healthz").code, 200) << "still serving";
 }
 
@@ -255,7 +257,9 @@ TEST_F(StatusSocketTest, SlowOversizedAndSurplusConnectionsAreClosed) {
   std::string huge = "GET /status HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(256 * 1024, 'a') +
                      "\r\nConnection: close\r\n\r\n";
   auto big = httpExchange(path(), huge, milliseconds(5000));
-  if (big) EXPECT_GE(big->code, 400);
+  if (big) {
+    EXPECT_GE(big->code, 400);
+  }
   EXPECT_EQ(get("/healthz").code, 200);
 
   // More than 64 connections at once: the surplus is closed at once, the rest are served.
