@@ -80,7 +80,7 @@ struct WaiterSummary {
   clientPid @2 :Int32;
   clientUid @3 :UInt32;
   connection @4 :UInt64;
-  state @5 :Text;           # "creating" (its node is being made) or "waiting" (queued)
+  state @5 :Text;           # "creating" (its node is being made or placed) or "waiting" (queued)
   position @6 :UInt32;      # nodes ahead of it in the lock's queue, at the sidecar's last look
   waitedMs @7 :UInt64;      # since the acquire
 }

@@ -106,7 +106,7 @@ struct WaiterSummary {
   int32_t clientPid = 0;
   uint32_t clientUid = 0;
   uint64_t connection = 0;
-  bool queued = false;    // its node exists (false: being created)
+  bool queued = false;    // its node exists and its queue was listed (false: being created)
   uint32_t position = 0;  // nodes ahead of it at the engine's last look at its queue
   Millis waitedFor{0};
 };

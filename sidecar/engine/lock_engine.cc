@@ -71,8 +71,10 @@ struct LockEngine::Request {
   int64_t grantedUnixMs = 0;
   TimePoint queuedAt{};   // acquire() accepted it
   TimePoint grantedAt{};  // 0 until granted
-  // Position in its queue from the engine's last listing (0: next in line), for status.
+  // Position in its queue from the engine's last listing (0: next in line), for status; unknown
+  // (not listed yet) between its create and the first listing of its queue.
   uint32_t position = 0;
+  bool positionKnown = false;
   bool renewFailureNoted = false;
   LossReason lossReason = LossReason::kTtlExpired;
   bool recreateOnConnect = false;
@@ -290,6 +292,7 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
 void LockEngine::startCreate(Request& r) {
   moveTo(r, State::kCreating);
   r.node.clear();
+  r.positionKnown = false;
   zk_.create(r.lockPath + "/" + r.guid + kLockMarker, r.spec.ownerLabel,
              zk::CreateMode::kEphemeralSequential,
              resume(
@@ -484,6 +487,7 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     ++r.position;
     if (!predecessor || q.sequence > predecessor->sequence) predecessor = &q;
   }
+  r.positionKnown = true;
   if (!predecessor) return grant(r);
   if (r.spec.wait.count() == 0) {  // try once
     return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
@@ -982,7 +986,7 @@ LeaseId LockEngine::listSlice(LeaseId from, size_t maxVisited, size_t cap,
                             r.spec.connection, since(r.grantedAt)});
     } else if ((r.state == State::kCreating || r.state == State::kWaiting) && !waitersDone) {
       out.waiters.push_back({r.spec.name, r.spec.ownerLabel, r.spec.clientPid, r.spec.clientUid,
-                             r.spec.connection, r.state == State::kWaiting, r.position,
+                             r.spec.connection, r.state == State::kWaiting && r.positionKnown, r.position,
                              since(r.queuedAt)});
     }
   }

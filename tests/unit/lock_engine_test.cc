@@ -125,6 +125,25 @@ TEST_F(LockEngineTest, WaiterWakesOnlyWhenItsPredecessorGoes) {
   EXPECT_TRUE(second->granted());
 }
 
+TEST_F(LockEngineTest, AWaitersPositionIsReportedOnlyOnceItsQueueWasListed) {
+  auto holder = acquire(a, "jobs/pos");
+  ASSERT_TRUE(holder->granted());
+  auto waiter = testing::startRequest(b.engine, "jobs/pos", Millis(60000), Millis(10000));
+  // Step one callback at a time: between its create and its first listing, the waiter's node
+  // exists but its place is unknown, so status must not call it queued at position 0.
+  int queuedSteps = 0;
+  do {
+    auto s = b.engine.status(10);
+    ASSERT_EQ(s.waiters.size(), 1u);
+    if (s.waiters[0].queued) {
+      ++queuedSteps;
+      EXPECT_EQ(s.waiters[0].position, 1u) << "the holder's node is ahead of it";
+    }
+  } while (ex.runOne());
+  EXPECT_GT(queuedSteps, 0) << "it ends queued behind the holder";
+  EXPECT_FALSE(waiter->outcome.has_value());
+}
+
 TEST_F(LockEngineTest, TryOnceFailsWithoutLeavingANode) {
   auto holder = acquire(a, "x");
   auto attempt = acquire(b, "x", Millis(0));
