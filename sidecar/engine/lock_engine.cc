@@ -71,10 +71,9 @@ struct LockEngine::Request {
   int64_t grantedUnixMs = 0;
   TimePoint queuedAt{};   // acquire() accepted it
   TimePoint grantedAt{};  // 0 until granted
-  // Position in its queue from the engine's last listing (0: next in line), for status; unknown
-  // (not listed yet) between its create and the first listing of its queue.
-  uint32_t position = 0;
-  bool positionKnown = false;
+  // Position in its queue from the engine's last listing (0: next in line), for status; none
+  // between its create and the first listing of its queue.
+  std::optional<uint32_t> position;
   bool renewFailureNoted = false;
   LossReason lossReason = LossReason::kTtlExpired;
   bool recreateOnConnect = false;
@@ -292,7 +291,7 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
 void LockEngine::startCreate(Request& r) {
   moveTo(r, State::kCreating);
   r.node.clear();
-  r.positionKnown = false;
+  r.position.reset();
   zk_.create(r.lockPath + "/" + r.guid + kLockMarker, r.spec.ownerLabel,
              zk::CreateMode::kEphemeralSequential,
              resume(
@@ -481,13 +480,13 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     return startCreate(r);
   }
   const QueueNode* predecessor = nullptr;
-  r.position = 0;
+  uint32_t ahead = 0;
   for (auto& q : queue) {
     if (q.sequence >= own->sequence) continue;
-    ++r.position;
+    ++ahead;
     if (!predecessor || q.sequence > predecessor->sequence) predecessor = &q;
   }
-  r.positionKnown = true;
+  r.position = ahead;
   if (!predecessor) return grant(r);
   if (r.spec.wait.count() == 0) {  // try once
     return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
@@ -985,8 +984,9 @@ LeaseId LockEngine::listSlice(LeaseId from, size_t maxVisited, size_t cap,
                             r.spec.clientPid, validity(r).valid, r.spec.clientUid,
                             r.spec.connection, since(r.grantedAt)});
     } else if ((r.state == State::kCreating || r.state == State::kWaiting) && !waitersDone) {
+      bool queued = r.state == State::kWaiting && r.position.has_value();
       out.waiters.push_back({r.spec.name, r.spec.ownerLabel, r.spec.clientPid, r.spec.clientUid,
-                             r.spec.connection, r.state == State::kWaiting && r.positionKnown, r.position,
+                             r.spec.connection, queued, r.position.value_or(0),
                              since(r.queuedAt)});
     }
   }

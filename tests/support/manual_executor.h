@@ -22,12 +22,7 @@ class ManualExecutor final : public Executor {
   // Runs posted work, including work posted meanwhile, until none is left. Returns the count.
   size_t runAll() {
     size_t n = 0;
-    while (!queue_.empty()) {
-      auto fn = std::move(queue_.front());
-      queue_.pop_front();
-      fn();
-      ++n;
-    }
+    while (runOne()) ++n;
     return n;
   }
 
