@@ -151,13 +151,19 @@ struct Status {
 
 interface Sidecar {
   acquire @0 (name :Text, ttlMs :UInt32, waitMs :UInt32, ownerLabel :Text, watcher :LeaseWatcher)
-      -> (error :Error, lease :Lease, token :UInt64, validMs :UInt32, detail :Text);
+      -> (error :Error, lease :Lease, token :UInt64, validMs :UInt32, detail :Text,
+          tableSlot :UInt32, tableGeneration :UInt64);
   # Queues for the lock `name` and answers when granted (error = ok, lease set) or when waitMs ran
   # out (timedOut). ttlMs = 0 takes the sidecar's default TTL; waitMs = 0 tries once.
+  # tableSlot/tableGeneration: the lease's slot in the shared-memory lease table (leaseTable());
+  # tableGeneration 0 when it has none (no table, or the table is full).
   # Cancelling the call (or closing the connection) withdraws the request.
 
   holder @1 (name :Text) -> (error :Error, info :HolderInfo, detail :Text);
   status @2 () -> (status :Status, error :Error, detail :Text);
+  leaseTable @3 () -> (path :Text, instance :UInt64, layoutVersion :UInt32, error :Error, detail :Text);
+  # Where this sidecar publishes its lease table (ipc/lease_table_layout.h) and the instance id its
+  # header carries; error notHeld when it publishes none (--lease-table none).
   # `detail`, in every result: for people, what was wrong when error is not ok (which argument
   # and its bound, which limit with its value and the flag that raises it). Empty on ok.
 }
