@@ -37,6 +37,11 @@ void TimerQueue::remove(uint64_t id) {
   byId_.erase(it);
 }
 
+std::optional<TimePoint> TimerQueue::nextDeadline() const {
+  if (byDeadline_.empty()) return std::nullopt;
+  return byDeadline_.begin()->first;
+}
+
 void TimerQueue::runDue(TimePoint now) {
   while (!byDeadline_.empty() && byDeadline_.begin()->first <= now) {
     uint64_t id = byDeadline_.begin()->second;

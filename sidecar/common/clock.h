@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 
 namespace fencekeeper {
 
@@ -32,6 +33,8 @@ class TimerQueue {
  public:
   uint64_t add(TimePoint when, std::function<void()> fn);
   void remove(uint64_t id);
+  // The earliest deadline queued, if any.
+  std::optional<TimePoint> nextDeadline() const;
   // Fires, in deadline order, every entry due at `now`, including ones added while firing.
   void runDue(TimePoint now);
 

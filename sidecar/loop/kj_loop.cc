@@ -48,28 +48,40 @@ kj::Promise<void> KjLoopExecutor::drainLoop() {
   });
 }
 
+KjTimer::KjTimer(kj::Timer& timer) : timer_(timer) {
+  waking_ = std::make_unique<kj::Promise<void>>(wakeLoop().eagerlyEvaluate(
+      [](kj::Exception&& e) { KJ_LOG(ERROR, "timer callback failed", e); }));
+}
+
+KjTimer::~KjTimer() noexcept { waking_.reset(); }
+
 uint64_t KjTimer::schedule(TimePoint when, std::function<void()> fn) {
-  uint64_t id = nextId_++;
-  pending_.emplace(id, std::move(fn));
-  arm(id, when);
+  uint64_t id = queue_.add(when, std::move(fn));
+  if (!armedFor_ || when < *armedFor_) {
+    armedFor_ = when;
+    if (wakeEarly_ && wakeEarly_->isWaiting()) wakeEarly_->fulfill();
+  }
   return id;
 }
 
-void KjTimer::arm(uint64_t id, TimePoint when) {
-  auto delay = std::max(when - now(), TimePoint(0));
-  tasks_->add(timer_.afterDelay(delay.count() * kj::NANOSECONDS).then([this, id, when] {
-    auto it = pending_.find(id);
-    if (it == pending_.end()) return;  // cancelled
-    // KJ's timer and CLOCK_BOOTTIME agree on rates, not on rounding: never fire early.
-    if (now() < when) return arm(id, when);
-    auto fn = std::move(it->second);
-    pending_.erase(it);
-    fn();
-  }));
+kj::Promise<void> KjTimer::wakeLoop() {
+  auto early = kj::newPromiseAndFulfiller<void>();
+  wakeEarly_ = kj::mv(early.fulfiller);
+  kj::Promise<void> wait = kj::mv(early.promise);
+  armedFor_ = queue_.nextDeadline();
+  if (armedFor_) {
+    auto delay = std::max(*armedFor_ - now(), TimePoint(0));
+    wait = timer_.afterDelay(delay.count() * kj::NANOSECONDS).exclusiveJoin(kj::mv(wait));
+  }
+  // KJ's timer and CLOCK_BOOTTIME agree on rates, not on rounding: runDue() never fires early,
+  // and what a slightly early wake leaves is waited for again.
+  return wait.then([this] {
+    // A callback that throws is logged; the rest of what is due runs on the next wake.
+    KJ_IF_MAYBE (e, kj::runCatchingExceptions([this] { queue_.runDue(now()); })) {
+      KJ_LOG(ERROR, "timer callback failed", *e);
+    }
+    return wakeLoop();
+  });
 }
-
-KjTimer::~KjTimer() { tasks_.reset(); }
-
-void KjTimer::taskFailed(kj::Exception&& e) { KJ_LOG(ERROR, "timer callback failed", e); }
 
 }  // namespace fencekeeper

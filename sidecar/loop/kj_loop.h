@@ -9,9 +9,9 @@
 #include <kj/async.h>
 
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "sidecar/common/clock.h"
 #include "sidecar/common/executor.h"
@@ -35,25 +35,27 @@ class KjLoopExecutor final : public Executor {
   std::deque<std::function<void()>> queue_;
 };
 
-// Deadlines are CLOCK_BOOTTIME (bootTimeNow()); each is armed on KJ's monotonic timer as its own
-// task. A cancelled entry's task still wakes up once and finds nothing to run.
-class KjTimer final : public Timer, public kj::TaskSet::ErrorHandler {
+// Deadlines are CLOCK_BOOTTIME (bootTimeNow()), queued in a TimerQueue; one KJ timer is armed for
+// the earliest. A cancelled entry costs nothing after cancel(): with one KJ task per entry, every
+// renew left its old TTL timer's task (about 300 bytes) alive until that deadline.
+class KjTimer final : public Timer {
  public:
-  explicit KjTimer(kj::Timer& timer)
-      : timer_(timer), tasks_(std::make_unique<kj::TaskSet>(*this)) {}
-  ~KjTimer() override;
+  explicit KjTimer(kj::Timer& timer);
+  ~KjTimer() noexcept override;
   TimePoint now() const override { return bootTimeNow(); }
   uint64_t schedule(TimePoint when, std::function<void()> fn) override;
-  void cancel(uint64_t id) override { pending_.erase(id); }
+  void cancel(uint64_t id) override { queue_.remove(id); }
 
  private:
-  void arm(uint64_t id, TimePoint when);
-  void taskFailed(kj::Exception&& exception) override;
+  // Waits for the earliest deadline (or an earlier one scheduled meanwhile), runs what is due,
+  // and waits again.
+  kj::Promise<void> wakeLoop();
 
   kj::Timer& timer_;
-  uint64_t nextId_ = 1;
-  std::map<uint64_t, std::function<void()>> pending_;
-  std::unique_ptr<kj::TaskSet> tasks_;
+  TimerQueue queue_;
+  std::optional<TimePoint> armedFor_;  // the deadline the running wait ends at (none: no entries)
+  kj::Own<kj::PromiseFulfiller<void>> wakeEarly_;
+  std::unique_ptr<kj::Promise<void>> waking_;
 };
 
 }  // namespace fencekeeper
