@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <utility>
 
@@ -59,7 +60,6 @@ struct LockEngine::Request {
   LeaseId id;
   AcquireSpec spec;
   std::string lockPath;
-  std::string guid;
   State state = State::kCreating;
   // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
   uint32_t attempt = 0;
@@ -157,8 +157,24 @@ LockEngine::~LockEngine() {
   // client's own Lease passed as its watcher): destroy them while the engine is still whole.
   auto doomed = std::move(requests_);
   requests_.clear();
-  idByGuid_.clear();
   doomed.clear();
+}
+
+std::string LockEngine::guidOf(LeaseId id) const {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(id));
+  return guidPrefix_ + hex;
+}
+
+std::optional<LeaseId> LockEngine::idOfGuid(std::string_view guid) const {
+  if (guid.size() <= guidPrefix_.size() || guid.substr(0, guidPrefix_.size()) != guidPrefix_) {
+    return std::nullopt;
+  }
+  std::string_view hex = guid.substr(guidPrefix_.size());
+  LeaseId id = 0;
+  auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), id, 16);
+  if (ec != std::errc() || end != hex.data() + hex.size()) return std::nullopt;
+  return id;
 }
 
 std::string LockEngine::lockPath(const std::string& name) const {
@@ -220,13 +236,9 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   r.id = nextId_++;
   r.spec = std::move(spec);
   r.lockPath = lockPath(r.spec.name);
-  char hex[24];
-  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(r.id));
-  r.guid = guidPrefix_ + hex;
   r.done = std::move(done);
   r.queuedAt = timer_.now();
   requests_.emplace(r.id, std::move(owned));
-  idByGuid_.emplace(r.guid, r.id);
   tally_.move(r.spec.clientUid, r.spec.connection, PeerTally::Bucket::kNone, bucketOf(r.state));
 
   // Waits end at their deadline; a try-once request still gets a budget to ride out faults.
@@ -292,7 +304,7 @@ void LockEngine::startCreate(Request& r) {
   moveTo(r, State::kCreating);
   r.node.clear();
   r.position.reset();
-  zk_.create(r.lockPath + "/" + r.guid + kLockMarker, r.spec.ownerLabel,
+  zk_.create(r.lockPath + "/" + guidOf(r.id) + kLockMarker, r.spec.ownerLabel,
              zk::CreateMode::kEphemeralSequential,
              resume(
                  r, State::kCreating,
@@ -361,7 +373,7 @@ void LockEngine::findCreatedNode(Request& r) {
         }
         if (res.code != zk::Code::kOk) return recoverLater(r);
         for (auto& child : res.children) {
-          if (child.rfind(r.guid + kLockMarker, 0) == 0) {
+          if (child.rfind(guidOf(r.id) + kLockMarker, 0) == 0) {
             return adoptCreatedNode(r, r.lockPath + "/" + child);
           }
         }
@@ -613,7 +625,7 @@ void LockEngine::fail(Request& r, LeaseError error, std::string detail) {
     deleteNode(r.node);
   } else if (r.state == State::kCreating) {
     // A create may be in flight or its answer lost: whatever it made, only the guid finds it.
-    deleteOrphansByGuid(r.lockPath, r.guid);
+    deleteOrphansByGuid(r.lockPath, guidOf(r.id));
   }
   auto done = std::move(r.done);
   erase(r.id);
@@ -627,7 +639,6 @@ void LockEngine::erase(LeaseId id) {
   timer_.cancel(it->second->waitTimer);
   const Request& r = *it->second;
   tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), PeerTally::Bucket::kNone);
-  idByGuid_.erase(it->second->guid);
   requests_.erase(it);
 }
 
@@ -642,7 +653,7 @@ void LockEngine::withdraw(LeaseId id) {
   bool nodeLive = r->state == State::kWaiting || r->state == State::kHeld;
   std::string node = r->node;
   std::string lockPath = r->lockPath;
-  std::string guid = r->guid;
+  std::string guid = guidOf(r->id);
   bool creating = r->state == State::kCreating;
   erase(id);
   if (nodeLive) deleteNode(node);
@@ -790,7 +801,7 @@ void LockEngine::sweepOrphans(const std::string& lockPath,
     if (child.rfind(guidPrefix_, 0) != 0) continue;
     auto marker = child.find(kLockMarker);
     if (marker == std::string::npos) continue;
-    if (idByGuid_.count(child.substr(0, marker))) continue;
+    if (auto id = idOfGuid(child.substr(0, marker)); id && requests_.count(*id)) continue;
     spdlog::warn("deleting orphan node {}/{}", lockPath, child);
     deleteNode(lockPath + "/" + child);
   }

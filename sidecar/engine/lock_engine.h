@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sidecar/common/clock.h"
@@ -138,6 +139,10 @@ class LockEngine {
   Request* find(LeaseId id);
   const Request* find(LeaseId id) const;
   std::string lockPath(const std::string& name) const;
+  // A request's unique id in its node's name (`fk<instanceId>-<id in hex>`), and back: derived,
+  // not stored, since every live request has one.
+  std::string guidOf(LeaseId id) const;
+  std::optional<LeaseId> idOfGuid(std::string_view guid) const;
 
   void startCreate(Request& r);
   void onCreated(Request& r, const zk::CreateResult& result);
@@ -184,7 +189,6 @@ class LockEngine {
   const std::string guidPrefix_;
   LeaseId nextId_ = 1;
   std::map<LeaseId, std::unique_ptr<Request>> requests_;
-  std::map<std::string, LeaseId> idByGuid_;
   PeerTally tally_;
   bool shuttingDown_ = false;
   uint64_t grantsTotal_ = 0;
