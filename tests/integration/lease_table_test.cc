@@ -1,7 +1,7 @@
 // The shared-memory lease table of a real sidecar, read as a client reads it (its own read-only
 // mapping of the file leaseTable() names): a lease's slot is Held with the acquire's token and
-// generation, turns Released at release and Lost when its TTL runs out, and a table turned off
-// answers notHeld and gives no slot.
+// generation, turns Released at release (before the answer) and Lost when its TTL runs out (the
+// delays printed), and a table turned off answers notHeld and gives no slot.
 #include <capnp/rpc-twoparty.h>
 #include <gtest/gtest.h>
 #include <kj/async-io.h>
@@ -9,8 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/interprocess/file_mapping.hpp>
 #include <boost/interprocess/mapped_region.hpp>
+#include <thread>
 
 #include "ipc/fencekeeper.capnp.h"
 #include "ipc/lease_table_layout.h"
@@ -105,10 +107,24 @@ TEST(LeaseTableSidecarTest, ALeasesSlotIsHeldWithItsTokenThenReleasedOrLost) {
   EXPECT_GT(validNs, 0u);
   EXPECT_LE(validNs, 10'000'000'000u);
 
+  // A reader spinning on the slot sees the release before the release's answer arrives.
+  std::atomic<uint64_t> seenAt{0};
+  std::thread reader([&] {
+    auto deadline = bootNs() + 10'000'000'000;
+    while (table.slot(slot).state == lt::SlotState::kHeld && bootNs() < deadline) {
+    }
+    seenAt = bootNs();
+  });
+  uint64_t sentAt = bootNs();
   auto released = held.getLease().releaseRequest().send().wait(c.io.waitScope);
+  uint64_t answeredAt = bootNs();
+  reader.join();
   ASSERT_EQ(released.getError(), ipc::Error::OK);
   v = table.slot(slot);
-  EXPECT_EQ(v.state, lt::SlotState::kReleased) << "in the table before release answered";
+  EXPECT_EQ(v.state, lt::SlotState::kReleased);
+  EXPECT_LE(seenAt.load(), answeredAt) << "in the table before release answered";
+  std::printf("release: in the table %.1f us after the send, answered %.1f us after it\n",
+              (seenAt - sentAt) / 1e3, (answeredAt - sentAt) / 1e3);
   EXPECT_EQ(lt::validForNs(v, held.getTableGeneration(), held.getToken(), UINT64_MAX, 0), 0u);
 
   // The freed slot goes to the next lease, with a new generation; its TTL runs out unrenewed.
@@ -117,8 +133,15 @@ TEST(LeaseTableSidecarTest, ALeasesSlotIsHeldWithItsTokenThenReleasedOrLost) {
   EXPECT_EQ(shortLived.getTableSlot(), slot);
   EXPECT_EQ(shortLived.getTableGeneration(), held.getTableGeneration() + 1);
   EXPECT_EQ(table.slot(slot).state, lt::SlotState::kHeld);
-  EXPECT_TRUE(waitUntil([&] { return table.slot(slot).state == lt::SlotState::kLost; },
-                        milliseconds(5000)));
+  // The reader sees the loss moments after the deadline it was told (the sidecar's TTL timer).
+  uint64_t deadline = table.slot(slot).validUntilNs, lostSeenAt = 0;
+  ASSERT_GT(deadline, 0u) << "lost before its deadline was read";
+  while (table.slot(slot).state == lt::SlotState::kHeld && bootNs() < deadline + 5'000'000'000) {
+  }
+  lostSeenAt = bootNs();
+  ASSERT_EQ(table.slot(slot).state, lt::SlotState::kLost);
+  std::printf("TTL loss: in the table %.1f us after the lease's deadline\n",
+              (lostSeenAt - deadline) / 1e3);
 }
 
 TEST(LeaseTableSidecarTest, WithTheTableOffLeaseTableAnswersNotHeldAndLeasesGetNoSlot) {
