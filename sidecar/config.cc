@@ -79,6 +79,12 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          with the same directory rules; `none` serves none
   --status-listen ADDR:PORT  serve the status routes on TCP too, e.g. 0.0.0.0:9464 for
                          Prometheus (default off; IPv6 as [::1]:9464)
+  --lease-table PATH     the shared-memory lease table clients read to check a lease
+                         without a call (docs/protocol.md): default NAME.leases beside
+                         the lease socket, in the directory the sidecar owns; `none`
+                         publishes none. Mode 0644, owned by this uid; room for
+                         --max-leases leases (at most 1000000; a lease beyond gets no
+                         slot and its client checks locally)
   --metrics-lock-labels  label lease metrics with the lock name (at most 1000 locks get
                          their own series, the rest "_other"; default off: unbounded names)
 
@@ -137,6 +143,12 @@ std::string statusSocketPath(const SidecarConfig& config, const std::string& bou
          "/status.sock";
 }
 
+std::string leaseTablePath(const SidecarConfig& config, const std::string& boundLeaseSocket) {
+  if (config.leaseTable == "none") return {};
+  if (!config.leaseTable.empty()) return config.leaseTable;
+  return boundLeaseSocket + ".leases";
+}
+
 ParsedFlags parseFlags(int argc, char** argv) {
   SidecarConfig c;
   if (const char* v = std::getenv("FENCEKEEPER_ZK")) c.zk = v;
@@ -171,6 +183,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kAllowGid,
     kStatusSocket,
     kStatusListen,
+    kLeaseTable,
     kMetricsLockLabels,
     kCheckConfig,
     kHelp,
@@ -202,6 +215,7 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"allow-gid", required_argument, nullptr, kAllowGid},
       {"status-socket", required_argument, nullptr, kStatusSocket},
       {"status-listen", required_argument, nullptr, kStatusListen},
+      {"lease-table", required_argument, nullptr, kLeaseTable},
       {"metrics-lock-labels", no_argument, nullptr, kMetricsLockLabels},
       {"check-config", no_argument, nullptr, kCheckConfig},
       {"help", no_argument, nullptr, kHelp},
@@ -344,6 +358,10 @@ ParsedFlags parseFlags(int argc, char** argv) {
         }
         c.statusListen = optarg;
         break;
+      case kLeaseTable:
+        if (!*optarg) return bad("--lease-table needs a path, or none");
+        c.leaseTable = optarg;
+        break;
       case kMetricsLockLabels:
         c.metricsLockLabels = true;
         break;
@@ -384,7 +402,9 @@ std::string describeConfig(const SidecarConfig& c) {
   };
   // Where this start would bind it: the default follows the lease socket into its subdirectory
   // when the lease socket's directory is writable by others (the one file system look here).
-  std::string status = statusSocketPath(c, resolveSocketPath(c.socket));
+  std::string boundSocket = resolveSocketPath(c.socket);
+  std::string status = statusSocketPath(c, boundSocket);
+  std::string leaseTable = leaseTablePath(c, boundSocket);
   line("zk", c.zk);
   line("dev", flag(c.dev));
   line("dev-data", c.devDataDir);
@@ -393,6 +413,7 @@ std::string describeConfig(const SidecarConfig& c) {
   line("socket-world", flag(c.socketWorldAccessible));
   line("status-socket", status.empty() ? "none" : status);
   line("status-listen", c.statusListen);
+  line("lease-table", leaseTable.empty() ? "none" : leaseTable);
   line("metrics-lock-labels", flag(c.metricsLockLabels));
   line("root", c.root);
   line("persistent-parents", flag(c.persistentParents));

@@ -42,12 +42,17 @@ struct SidecarConfig {
   std::vector<uint32_t> allowGids;
   std::string statusSocket;  // --status-socket; empty: status.sock beside the lease socket
   std::string statusListen;  // --status-listen ADDR:PORT; empty: no TCP
+  std::string leaseTable;    // --lease-table; empty: beside the lease socket; "none": no table
   bool metricsLockLabels = false;
   bool checkConfig = false;  // --check-config: print the effective configuration and exit
 };
 
 // Where the status socket goes for a lease socket bound at `boundLeaseSocket`; empty: none.
 std::string statusSocketPath(const SidecarConfig& config, const std::string& boundLeaseSocket);
+
+// Where the shared-memory lease table goes for a lease socket bound at `boundLeaseSocket`
+// ("<socket>.leases" unless --lease-table says otherwise); empty: none.
+std::string leaseTablePath(const SidecarConfig& config, const std::string& boundLeaseSocket);
 
 struct ParsedFlags {
   std::optional<SidecarConfig> config;  // empty: exit with `exitCode` after printing `message`

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <random>
@@ -20,6 +21,8 @@
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/status_report.h"
 #include "sidecar/rpc/unix_socket.h"
+#include "sidecar/shm/lease_table_publisher.h"
+#include "sidecar/shm/lease_table_writer.h"
 #include "sidecar/status/metrics.h"
 #include "sidecar/status/status_server.h"
 #include "sidecar/zk/acl_audit.h"
@@ -134,11 +137,25 @@ int run(const SidecarConfig& config) {
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig, &observers);
 
   rpc::BoundSocket bound = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
+  // Before any connection is served, so every grant gets its slot (up to the table's capacity).
+  std::unique_ptr<shm::LeaseTableWriter> leaseTable;
+  std::unique_ptr<shm::LeaseTablePublisher> leaseTablePublisher;
+  if (std::string path = leaseTablePath(config, bound.path); !path.empty()) {
+    uint64_t capacity = config.limits.maxLeases ? config.limits.maxLeases
+                                                : shm::LeaseTableWriter::kMaxCapacity;
+    leaseTable = std::make_unique<shm::LeaseTableWriter>(
+        path, capacity, std::strtoull(engineConfig.instanceId.c_str(), nullptr, 16));
+    leaseTablePublisher =
+        std::make_unique<shm::LeaseTablePublisher>(*leaseTable, engine->safeUntil());
+    observers.add(*leaseTablePublisher);
+    spdlog::info("lease table {} ({} slots)", path, leaseTable->capacity());
+  }
   rpc::ServerContext context{*engine, *zk, timer, config.root, timer.now()};
   context.limits = connectionLimits(config.limits);
   context.allow = rpc::AllowList{config.allowUids, config.allowGids};
   context.zkServers = hosts;
   context.instanceId = engineConfig.instanceId;
+  context.leaseTable = leaseTable.get();
   context.refused.listener = [&metrics](const std::string& detail) { metrics.refused(detail); };
   auto listener = std::make_unique<rpc::RpcListener>(
       context, io.lowLevelProvider->wrapListenSocketFd(

@@ -1,6 +1,7 @@
 // What the engine tells the rest of the sidecar about leases and its session: one call per state
-// change, on the loop thread. The event log (one line per lease event, text or JSON) and the
-// metrics are observers; the engine itself logs no lease event.
+// change, on the loop thread. The event log (one line per lease event, text or JSON), the
+// metrics and the shared-memory lease table are observers; the engine itself logs no lease event.
+// A loss or release is told before the engine deletes the node, answers, or calls the holder.
 #pragma once
 
 #include <chrono>
@@ -25,6 +26,7 @@ const char* leaseEventName(LeaseEventKind kind);
 
 struct LeaseEvent {
   LeaseEventKind kind = LeaseEventKind::kGranted;
+  LeaseId id = 0;
   std::string_view lock;
   uint64_t token = 0;
   std::string_view client;  // "pid 123 uid 1000 conn 4"
@@ -35,6 +37,7 @@ struct LeaseEvent {
   Millis ttl{0};
   Millis waited{0};
   Millis held{0};
+  TimePoint deadline{};  // the lease's TTL deadline (CLOCK_BOOTTIME), while held
   LossReason reason = LossReason::kTtlExpired;
   LeaseError error = LeaseError::kOk;
   std::string_view how;
@@ -44,9 +47,14 @@ class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
   virtual void leaseEvent(const LeaseEvent&) {}
+  // A renew moved a held lease's TTL deadline; before the renew is answered.
+  virtual void leaseRenewed(LeaseId, TimePoint /*deadline*/) {}
   virtual void sessionState(zk::SessionState) {}
   // The session could no longer be vouched for (every held lease is lost with it).
   virtual void vouchingLapsed() {}
+  // How long the SessionGuard vouches for the session moved: later after a heartbeat, 0 at once
+  // when it can vouch for nothing (lapse, expiry). Never later than what the guard vouches for.
+  virtual void vouchedUntil(TimePoint /*safeUntil*/) {}
   virtual void heartbeatAnswered(std::chrono::microseconds /*roundTrip*/) {}
 };
 
@@ -57,11 +65,17 @@ class ObserverList final : public EngineObserver {
   void leaseEvent(const LeaseEvent& e) override {
     for (auto* o : observers_) o->leaseEvent(e);
   }
+  void leaseRenewed(LeaseId id, TimePoint deadline) override {
+    for (auto* o : observers_) o->leaseRenewed(id, deadline);
+  }
   void sessionState(zk::SessionState s) override {
     for (auto* o : observers_) o->sessionState(s);
   }
   void vouchingLapsed() override {
     for (auto* o : observers_) o->vouchingLapsed();
+  }
+  void vouchedUntil(TimePoint safeUntil) override {
+    for (auto* o : observers_) o->vouchedUntil(safeUntil);
   }
   void heartbeatAnswered(std::chrono::microseconds rtt) override {
     for (auto* o : observers_) o->heartbeatAnswered(rtt);

@@ -143,6 +143,7 @@ LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, Engine
       [this] { onGrantable(); });
   guard_->setHeartbeatListener(
       [this](std::chrono::microseconds roundTrip) { observer_.heartbeatAnswered(roundTrip); });
+  guard_->setVouchListener([this](TimePoint safeUntil) { observer_.vouchedUntil(safeUntil); });
   zk_.setSessionListener(whileAlive([this](zk::SessionState s) { onSessionState(s); }));
 }
 
@@ -732,6 +733,7 @@ void LockEngine::noteRenewFailed(Request& r, LeaseError error) {
 LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   LeaseEvent e;
   e.kind = kind;
+  e.id = r.id;
   e.lock = r.spec.name;
   e.token = static_cast<uint64_t>(r.stat.czxid);
   e.client = r.spec.client;
@@ -739,6 +741,7 @@ LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   e.clientUid = r.spec.clientUid;
   e.connection = r.spec.connection;
   e.ownerLabel = r.spec.ownerLabel;
+  e.deadline = r.deadline;
   if (r.grantedAt.count() != 0)
     e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
   return e;
@@ -766,6 +769,7 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
   }
   r->spec.ttl = ttl;
   r->deadline = timer_.now() + ttl;  // the TTL timer finds the new deadline when it fires
+  observer_.leaseRenewed(r->id, r->deadline);
   spdlog::debug("renew lock={} token={} ttl={}ms", r->spec.name, r->stat.czxid, ttl.count());
   return validity(*r);
 }

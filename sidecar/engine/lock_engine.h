@@ -102,6 +102,8 @@ class LockEngine {
   Counts countsOfConnection(uint64_t connection) const { return tally_.ofConnection(connection); }
   // How long this sidecar can still vouch for its ZooKeeper session.
   Millis safeFor() const { return guard_->safeFor(); }
+  // Up to when it vouches for it (0: it vouches for nothing now).
+  TimePoint safeUntil() const { return guard_->safe() ? guard_->safeUntil() : TimePoint{}; }
 
   // Tells every holder (reason kSidecarShutdown), fails every waiter, deletes every node, refuses
   // new requests; `done` runs when ZooKeeper confirmed the deletions (or they failed). A held

@@ -56,6 +56,7 @@ void SessionGuard::onSessionState(zk::SessionState state) {
     lastAnswered_.reset();
     lastCompleted_.reset();
     safeUntil_ = TimePoint{};
+    if (vouchListener_) vouchListener_(TimePoint{});
     timer_.cancel(heartbeatTimer_);
     timer_.cancel(silenceTimer_);
     heartbeatTimer_ = silenceTimer_ = 0;
@@ -158,6 +159,7 @@ void SessionGuard::noticeExpiry() {
       "zookeeper session 0x{:x} can no longer be vouched for: no heartbeat answered "
       "in time",
       zk_.sessionId());
+  if (vouchListener_) vouchListener_(TimePoint{});  // before the losses onUnsafe_ tells
   onUnsafe_();
 }
 
@@ -165,6 +167,7 @@ void SessionGuard::extend(TimePoint until) {
   noticeExpiry();  // an extension must not skip over a lapse: leases granted before it are lost
   if (until <= safeUntil_) return;
   safeUntil_ = until;
+  if (vouchListener_) vouchListener_(safeUntil_);
   scheduleExpiry();
   if (!wasSafe_ && safe()) {
     wasSafe_ = true;

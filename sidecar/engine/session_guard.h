@@ -41,6 +41,11 @@ class SessionGuard {
   void setHeartbeatListener(std::function<void(std::chrono::microseconds)> listener) {
     heartbeatListener_ = std::move(listener);
   }
+  // Told safeUntil whenever it moves: later after an extension, 0 at a lapse or an expiry
+  // (before onUnsafe runs).
+  void setVouchListener(std::function<void(TimePoint)> listener) {
+    vouchListener_ = std::move(listener);
+  }
   // The engine forwards every session state change here.
   void onSessionState(zk::SessionState state);
 
@@ -71,6 +76,7 @@ class SessionGuard {
   std::function<void()> onUnsafe_;
   std::function<void()> onGrantable_;
   std::function<void(std::chrono::microseconds)> heartbeatListener_;
+  std::function<void(TimePoint)> vouchListener_;
 
   uint64_t epoch_ = 0;       // bumped per session: answers of an older session do not count
   uint64_t connection_ = 0;  // bumped per kConnected: rule 1 pairs answers of one connection

@@ -143,6 +143,21 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     });
   }
 
+  kj::Promise<void> leaseTable(LeaseTableContext context) override {
+    return admitted(budget_, context, [&] {
+      auto results = context.getResults();
+      if (!ctx_.leaseTable) {
+        results.setError(toIpc(engine::LeaseError::kNotHeld));
+        results.setDetail("this sidecar publishes no lease table (--lease-table none)");
+      } else {
+        results.setPath(ctx_.leaseTable->path());
+        results.setInstance(ctx_.leaseTable->instance());
+        results.setLayoutVersion(lease_table::kLayoutVersion);
+      }
+      return kj::Promise<void>(kj::READY_NOW);
+    });
+  }
+
  private:
   kj::Promise<void> serveAcquire(AcquireContext context) {
     if (auto no = budget_->admitLease()) {
@@ -187,6 +202,10 @@ class SidecarImpl final : public ipc::Sidecar::Server {
           if (o.error != engine::LeaseError::kOk) return;
           results.setToken(o.token);
           results.setValidMs(clampMs(o.valid));
+          if (auto place = ctx_.leaseTable ? ctx_.leaseTable->placeOf(o.id) : std::nullopt) {
+            results.setTableSlot(place->slot);
+            results.setTableGeneration(place->generation);
+          }
           results.setLease(kj::heap<LeaseImpl>(ctx_.engine, o.id, budget_));
         })
         .attach(kj::mv(pending))
@@ -241,6 +260,7 @@ class RefusingSidecar final : public ipc::Sidecar::Server {
   kj::Promise<void> acquire(AcquireContext context) override { return refuse(context); }
   kj::Promise<void> holder(HolderContext context) override { return refuse(context); }
   kj::Promise<void> status(StatusContext context) override { return refuse(context); }
+  kj::Promise<void> leaseTable(LeaseTableContext context) override { return refuse(context); }
 
  private:
   // Long enough for the answer to be written, short enough that refused peers cost no fds.

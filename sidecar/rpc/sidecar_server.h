@@ -15,6 +15,7 @@
 #include "sidecar/rpc/accept_loop.h"
 #include "sidecar/rpc/connection_budget.h"
 #include "sidecar/rpc/peer.h"
+#include "sidecar/shm/lease_table_writer.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::rpc {
@@ -33,6 +34,7 @@ struct ServerContext {
   const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served
   std::string zkServers;
   std::string instanceId;
+  const shm::LeaseTableWriter* leaseTable = nullptr;  // null: --lease-table none
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};
   std::map<uint32_t, uint32_t> connectionsByUid{};

@@ -84,6 +84,29 @@ TEST(CheckConfig, StatusSocketNoneDisablesAndAPathIsKept) {
   EXPECT_EQ(keys["log-format"], "json");
 }
 
+// The lease table goes beside the socket the sidecar binds (into its subdirectory with it).
+TEST(CheckConfig, LeaseTableDefaultsBesideTheBoundSocketAndNoneDisables) {
+  auto parsed = parse({"--zk", "zk:2181", "--socket", "/run/fk/lease.sock"});
+  ASSERT_TRUE(parsed.config);
+  EXPECT_EQ(described(*parsed.config)["lease-table"], "/run/fk/lease.sock.leases");
+
+  char dir[] = "/tmp/fk-config-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_EQ(chmod(dir, 0777), 0);
+  parsed = parse({"--zk", "zk:2181", "--socket", std::string(dir) + "/lease.sock"});
+  ASSERT_TRUE(parsed.config);
+  EXPECT_EQ(described(*parsed.config)["lease-table"],
+            std::string(dir) + "/lease.sock.d/lease.sock.leases");
+  EXPECT_EQ(rmdir(dir), 0);
+
+  parsed = parse({"--zk", "zk:2181", "--lease-table", "none"});
+  ASSERT_TRUE(parsed.config);
+  EXPECT_EQ(described(*parsed.config)["lease-table"], "none");
+  parsed = parse({"--zk", "zk:2181", "--lease-table", "/run/fk/t"});
+  ASSERT_TRUE(parsed.config);
+  EXPECT_EQ(described(*parsed.config)["lease-table"], "/run/fk/t");
+}
+
 TEST(CheckConfig, ShutdownWaitIsTheSessionTimeoutPlusFiveSeconds) {
   auto parsed = parse({"--zk", "zk:2181", "--session-timeout", "12s"});
   ASSERT_TRUE(parsed.config);
@@ -108,7 +131,7 @@ TEST(CheckConfig, ReportsEveryFlagsValue) {
   EXPECT_EQ(keys["max-leases"], "0");
   EXPECT_EQ(keys["persistent-parents"], "true");
   EXPECT_EQ(keys["zk-auth-file"], "/etc/fk/auth");
-  EXPECT_EQ(keys.size(), 28u);  // a new flag gets a line here too
+  EXPECT_EQ(keys.size(), 29u);  // a new flag gets a line here too
 }
 
 // --check-config validates exactly as a start does: a bad flag is refused before it is read.
@@ -124,6 +147,7 @@ TEST(CheckConfig, BadFlagsAreRefusedWithUsageExit) {
       {"--zk", "zk:2181", "--status-listen", "[]:9464"},
       {"--zk", "zk:2181", "--log-format", "xml"},
       {"--zk", "zk:2181", "--status-socket", ""},
+      {"--zk", "zk:2181", "--lease-table", ""},
       {"--zk", "zk:2181", "--status-listen", "localhost:9464"},  // numeric addresses only
   };
   for (const auto& args : bad) {
