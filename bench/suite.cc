@@ -1,5 +1,6 @@
 #include "bench/suite.h"
 
+#include <exception>
 #include <filesystem>
 #include <memory>
 
@@ -21,9 +22,20 @@ void benchSuite(const Options& opt, Table& table) {
   so.extraArgs = {"--log-level", opt.sidecarLogLevel, "--max-connections", "1024"};
   for (int i = 0; i < 4; ++i) cluster.startSidecar(so);
   progress("    cluster in %s\n", cluster.dir());
-  if (opt.want("throughput") && !g_stop) benchThroughput(opt, cluster, table);
-  if (opt.want("herd") && !g_stop) benchHerd(opt, cluster, table);
-  if (opt.want("scale") && !g_stop) benchScale(opt, cluster, table);
+  // A section that fails says so in the table; the others still run.
+  auto section = [&](const char* name,
+                     void (*run)(const Options&, testing::SidecarCluster&, Table&)) {
+    if (!opt.want(name) || g_stop) return;
+    try {
+      run(opt, cluster, table);
+    } catch (const std::exception& e) {
+      progress("    %s\n", std::string(name) + " failed: " + e.what());
+      table.addValue("!", std::string(name) + " FAILED", 0, "-", e.what());
+    }
+  };
+  section("throughput", benchThroughput);
+  section("herd", benchHerd);
+  section("scale", benchScale);
   progress("stopping ZooKeeper and sidecars%s\n", "");
 }
 
