@@ -100,6 +100,12 @@ class LeaseFarm {
     return out;
   }
   int failures() const { return failures_; }
+  // Leases granted and lost since (a lapse of the session's vouching loses them all).
+  size_t lost() const {
+    size_t n = 0;
+    for (auto& l : leases_) n += l && l->lost();
+    return n;
+  }
   void drop() { leases_.clear(); }
 
  private:
@@ -155,6 +161,7 @@ void benchScale(const Options& opt, testing::SidecarCluster& cluster, Table& tab
   progress("[8] scale: %s\n", opt.full ? "1k, 10k, 100k leases over 1k connections"
                                        : "1k and 10k leases over 1k connections (--full: 100k)");
   testing::SidecarOptions so;
+  so.sessionTimeout = "10s";  // as the suite's sidecars (suite.cc)
   so.extraArgs = {"--log-level",
                   opt.sidecarLogLevel,
                   "--max-leases",
@@ -217,6 +224,7 @@ void benchScale(const Options& opt, testing::SidecarCluster& cluster, Table& tab
       renewNote = ratio(renew.median(), renewSmall.median(), "8b1k (p50)") + ", " +
                   ratio(renew.p99(), renewSmall.p99(), "(p99)");
     }
+    if (size_t lost = farm.lost()) renewNote += "; " + std::to_string(lost) + " leases LOST";
     table.add("8b" + k, "  Lease::renew(), " + k + " leases held", renew, renewNote);
     StatusFigures st = statusFigures(*probe, cluster.statusSocket(index),
                                      target >= 100000 ? 3

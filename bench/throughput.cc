@@ -29,13 +29,22 @@ struct Window {
 
 Window openWindow(const Options& opt) {
   auto start = Clock::now() + milliseconds(300);
-  return {start, start + milliseconds(opt.quick ? 1200 : 2500)};
+  return {start, start + milliseconds(opt.quick ? 1200 : 1500)};
 }
 
 struct Load {
-  Samples latency;  // cycles that ended in the window
+  Samples latency;  // cycles that ended in the window(s)
   size_t cycles = 0;
+  double seconds = 0;  // the windows' length
   double perSecond = 0;
+
+  void add(const Load& more) {
+    latency.ns.insert(latency.ns.end(), more.latency.ns.begin(), more.latency.ns.end());
+    latency.failures += more.latency.failures;
+    cycles += more.cycles;
+    seconds += more.seconds;
+    perSecond = seconds > 0 ? double(cycles) / seconds : 0;
+  }
 };
 
 // ---- the raw capacity: the recipe's requests with the async C API ------------------------------
@@ -79,7 +88,8 @@ class AsyncRecipeLoad {
     std::lock_guard<std::mutex> lock(mu_);
     out.latency = std::move(latency_);
     out.cycles = out.latency.n();
-    out.perSecond = double(out.cycles) / w.seconds();
+    out.seconds = w.seconds();
+    out.perSecond = double(out.cycles) / out.seconds;
     return out;
   }
 
@@ -187,7 +197,8 @@ Load fencekeeperLoad(const Options& opt, testing::SidecarCluster& cluster, size_
     out.latency.failures += s.failures;
   }
   out.cycles = out.latency.n();
-  out.perSecond = double(out.cycles) / w.seconds();
+  out.seconds = w.seconds();
+  out.perSecond = double(out.cycles) / out.seconds;
   return out;
 }
 
@@ -218,11 +229,15 @@ void benchThroughput(const Options& opt, testing::SidecarCluster& cluster, Table
     if (g_stop || Clock::now() + std::chrono::seconds(20) > g_deadline) break;
     const std::string k = std::to_string(n);
     progress("    %s clients\n", k);
-    // Interleaved per size, so load from elsewhere on the machine hits every series alike.
-    Load raw1 = rawLoad(opt, cluster, 1, n);
-    Load fk1 = fencekeeperLoad(opt, cluster, 1, n, "a" + k);
-    Load raw4 = rawLoad(opt, cluster, 4, n);
-    Load fk4 = fencekeeperLoad(opt, cluster, 4, n, "b" + k);
+    // Interleaved rounds per size, so load from elsewhere on the machine hits every series alike.
+    Load raw1, fk1, raw4, fk4;
+    const int rounds = opt.quick ? 1 : 2;
+    for (int r = 0; r < rounds && !g_stop; ++r) {
+      raw1.add(rawLoad(opt, cluster, 1, n));
+      fk1.add(fencekeeperLoad(opt, cluster, 1, n, "a" + k));
+      raw4.add(rawLoad(opt, cluster, 4, n));
+      fk4.add(fencekeeperLoad(opt, cluster, 4, n, "b" + k));
+    }
     table.add("7a" + k, "raw async C client, 1 session, " + k + " logical clients", raw1.latency,
               rate(raw1, nullptr, ""));
     table.add("7b" + k, "  fencekeeper, 1 sidecar, " + k + " threads", fk1.latency,
