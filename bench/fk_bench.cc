@@ -707,7 +707,7 @@ int run(const Options& opt, const std::string& selfExe) {
               u.release, std::thread::hardware_concurrency(), loadAverage().c_str());
   std::printf(
       "ZooKeeper 3.8.0 standalone on 127.0.0.1 (tickTime 200 ms), sidecars with "
-      "--session-timeout 2s --log-level %s; %s\n",
+      "--session-timeout 2s (rows 7-9: 10s) --log-level %s; %s\n",
       opt.sidecarLogLevel.c_str(), opt.quick ? "--quick sample counts" : "full sample counts");
   std::fflush(stdout);
   Table table;

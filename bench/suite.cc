@@ -13,7 +13,7 @@
 namespace fencekeeper::bench {
 
 void benchSuite(const Options& opt, Table& table) {
-  progress("starting ZooKeeper (%s) and 4 sidecars for throughput, herd and scale\n", "fsync on");
+  progress("starting ZooKeeper (%s) and sidecars for throughput, herd and scale\n", "fsync on");
   devzk::ZkServerOptions zo;
   zo.javaHeap = opt.full ? "1g" : "512m";  // 100k leases are 200k znodes
   testing::SidecarCluster cluster(zo);
@@ -23,7 +23,9 @@ void benchSuite(const Options& opt, Table& table) {
   so.sessionTimeout = "10s";
   // 256 client threads of throughput, each with a connection; the other limits' defaults suffice.
   so.extraArgs = {"--log-level", opt.sidecarLogLevel, "--max-connections", "1024"};
-  for (int i = 0; i < 4; ++i) cluster.startSidecar(so);
+  if (opt.want("throughput") || opt.want("herd")) {
+    for (int i = 0; i < 4; ++i) cluster.startSidecar(so);
+  }
   progress("    cluster in %s\n", cluster.dir());
   // A section that fails says so in the table; the others still run.
   auto section = [&](const char* name,

@@ -1,5 +1,6 @@
 // The rows that need a cluster of their own (7 throughput, 9 herd, 8 scale): one ZooKeeper (fsync
-// on) and 4 sidecars allowing enough connections, started once for all three, stopped at the end.
+// on) and 4 sidecars allowing enough connections (when rows 7 or 9 run), started once for all
+// three, stopped at the end.
 // And the plots of a run (bench/plots.py).
 #pragma once
 
