@@ -1,11 +1,14 @@
 #include "bench/throughput.h"
 
+#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -32,11 +35,53 @@ Window openWindow(const Options& opt) {
   return {start, start + milliseconds(opt.quick ? 1200 : 1500)};
 }
 
+// CPU time (user + system) that the processes used, in seconds: where a cycle's work goes on
+// this 2-core machine, where the client threads compete with the sidecar and ZooKeeper.
+struct Cpu {
+  double sidecars = 0, zk = 0, bench = 0;
+};
+
+double cpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  auto paren = line.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return 0;
+  std::istringstream rest(line.substr(paren + 1));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / double(::sysconf(_SC_CLK_TCK));
+}
+
+Cpu cpuNow(testing::SidecarCluster& cluster, size_t sidecars) {
+  Cpu c;
+  for (size_t i = 0; i < sidecars; ++i) c.sidecars += cpuSeconds(cluster.sidecar(i).pid());
+  c.zk = cpuSeconds(cluster.zk().pid(0));
+  c.bench = cpuSeconds(::getpid());
+  return c;
+}
+
+// Sleeps through the window, measuring the CPU the processes use in it.
+Cpu measureWindow(testing::SidecarCluster& cluster, size_t sidecars, const Window& w) {
+  auto sleepUntil = [](Clock::time_point t) {
+    while (Clock::now() < t && !g_stop) std::this_thread::sleep_for(milliseconds(5));
+  };
+  sleepUntil(w.start);
+  Cpu a = cpuNow(cluster, sidecars);
+  sleepUntil(w.end);
+  Cpu b = cpuNow(cluster, sidecars);
+  return {b.sidecars - a.sidecars, b.zk - a.zk, b.bench - a.bench};
+}
+
 struct Load {
   Samples latency;  // cycles that ended in the window(s)
   size_t cycles = 0;
   double seconds = 0;  // the windows' length
   double perSecond = 0;
+  Cpu cpu;
 
   void add(const Load& more) {
     latency.ns.insert(latency.ns.end(), more.latency.ns.begin(), more.latency.ns.end());
@@ -44,6 +89,9 @@ struct Load {
     cycles += more.cycles;
     seconds += more.seconds;
     perSecond = seconds > 0 ? double(cycles) / seconds : 0;
+    cpu.sidecars += more.cpu.sidecars;
+    cpu.zk += more.cpu.zk;
+    cpu.bench += more.cpu.bench;
   }
 };
 
@@ -78,13 +126,14 @@ class AsyncRecipeLoad {
     for (auto* zh : handles_) zookeeper_close(zh);
   }
 
-  Load run(const Window& w) {
+  Load run(testing::SidecarCluster& cluster, const Window& w) {
     window_ = w;
     for (auto& c : clients_) start(c.get());
-    while (Clock::now() < w.end && !g_stop) std::this_thread::sleep_for(milliseconds(10));
+    Cpu cpu = measureWindow(cluster, 0, w);
     stop_ = true;
     testing::waitUntil([&] { return inFlight_.load() == 0; }, milliseconds(10000));
     Load out;
+    out.cpu = cpu;
     std::lock_guard<std::mutex> lock(mu_);
     out.latency = std::move(latency_);
     out.cycles = out.latency.n();
@@ -160,7 +209,7 @@ class AsyncRecipeLoad {
 Load rawLoad(const Options& opt, testing::SidecarCluster& cluster, size_t sessions,
              size_t logical) {
   AsyncRecipeLoad load(cluster.zk().connectString(), std::min(sessions, logical), logical);
-  return load.run(openWindow(opt));
+  return load.run(cluster, openWindow(opt));
 }
 
 // ---- fencekeeper: one thread and one client (connection) per lock --------------------------
@@ -188,10 +237,11 @@ Load fencekeeperLoad(const Options& opt, testing::SidecarCluster& cluster, size_
       }
     });
   }
-  while (Clock::now() < w.end && !g_stop) std::this_thread::sleep_for(milliseconds(10));
+  Cpu cpu = measureWindow(cluster, sidecars, w);
   stop = true;
   for (auto& t : workers) t.join();
   Load out;
+  out.cpu = cpu;
   for (auto& s : perThread) {
     out.latency.ns.insert(out.latency.ns.end(), s.ns.begin(), s.ns.end());
     out.latency.failures += s.failures;
@@ -202,15 +252,23 @@ Load fencekeeperLoad(const Options& opt, testing::SidecarCluster& cluster, size_
   return out;
 }
 
-std::string rate(const Load& l, const Load* base, const char* baseId) {
-  char buf[128];
-  if (base && base->perSecond > 0) {
-    std::snprintf(buf, sizeof buf, "%.0f cycles/s, x%.2f %s", l.perSecond,
-                  l.perSecond / base->perSecond, baseId);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f cycles/s", l.perSecond);
+std::string rate(const Load& l, const Load* base, const std::string& baseId) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.0f cycles/s", l.perSecond);
+  std::string out = buf;
+  if (base && base->perSecond > 0)
+    out += ", " + ratio(l.perSecond, base->perSecond, baseId.c_str());
+  if (l.cycles) {
+    const double us = 1e6 / double(l.cycles);
+    std::snprintf(buf, sizeof buf, "; CPU/cycle %.0f us ZK, %.0f us bench", l.cpu.zk * us,
+                  l.cpu.bench * us);
+    out += buf;
+    if (l.cpu.sidecars > 0) {
+      std::snprintf(buf, sizeof buf, ", %.0f us sidecar", l.cpu.sidecars * us);
+      out += buf;
+    }
   }
-  return buf;
+  return out;
 }
 
 }  // namespace
@@ -239,13 +297,13 @@ void benchThroughput(const Options& opt, testing::SidecarCluster& cluster, Table
       fk4.add(fencekeeperLoad(opt, cluster, 4, n, "b" + k));
     }
     table.add("7a" + k, "raw async C client, 1 session, " + k + " logical clients", raw1.latency,
-              rate(raw1, nullptr, ""));
+              rate(raw1, nullptr, {}));
     table.add("7b" + k, "  fencekeeper, 1 sidecar, " + k + " threads", fk1.latency,
-              rate(fk1, &raw1, ("7a" + k).c_str()));
+              rate(fk1, &raw1, "7a" + k));
     table.add("7c" + k, "raw async C client, 4 sessions, " + k + " logical", raw4.latency,
-              rate(raw4, nullptr, ""));
+              rate(raw4, nullptr, {}));
     table.add("7d" + k, "  fencekeeper, 4 sidecars, " + k + " threads", fk4.latency,
-              rate(fk4, &raw4, ("7c" + k).c_str()));
+              rate(fk4, &raw4, "7c" + k));
     record("raw-1-session", n, raw1);
     record("fencekeeper-1-sidecar", n, fk1);
     record("raw-4-sessions", n, raw4);
