@@ -2,7 +2,7 @@
 // the same run: a real standalone ZooKeeper (fsync on; forceSync=no reported separately), real
 // `fencekeeper` daemons and `fencectl`, all on loopback. See bench/README.md.
 //
-//   fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync,whatif] [--tsv FILE]
+//   fk_bench [--quick] [--full] [--only SECTIONS] [--tsv FILE] [--out DIR]
 //            [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]
 //
 // Every loop is bounded in count and time; every process started is stopped by PID.
@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -34,7 +35,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench/harness.h"
+#include "bench/kazoo_row.h"
 #include "bench/stats.h"
+#include "bench/suite.h"
+#include "bench/zk_sync.h"
 #include "fencekeeper/client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/sidecar_cluster.h"
@@ -53,33 +58,6 @@ using testing::ChildProcess;
 using testing::SidecarCluster;
 using testing::SidecarOptions;
 using testing::waitUntil;
-
-std::atomic<bool> g_stop{false};
-Clock::time_point g_deadline;  // the whole run's budget
-
-// ---- options ---------------------------------------------------------------------------------
-
-struct Options {
-  bool quick = false;
-  std::set<std::string> only;  // empty: everything
-  std::string tsv;
-  std::string sidecarLogLevel = "info";
-  int budgetSeconds = 200;
-  bool keepLogs = false;
-
-  bool want(const std::string& section) const { return only.empty() || only.count(section); }
-  // Sample counts: full, or a fraction for --quick (never below `floor`).
-  int count(int full, int floor = 10) const { return quick ? std::max(floor, full / 4) : full; }
-};
-
-// ---- bounded loops ---------------------------------------------------------------------------
-
-// A section's time cap, never past the run's budget.
-struct Cap {
-  Clock::time_point end;
-  explicit Cap(Clock::duration d) : end(std::min(Clock::now() + d, g_deadline)) {}
-  bool over() const { return g_stop.load() || Clock::now() >= end; }
-};
 
 inline void sink(uint64_t v) { asm volatile("" : : "r"(v) : "memory"); }
 
@@ -225,97 +203,7 @@ class HopThread {
   std::thread thread_;
 };
 
-// ---- the ZooKeeper C client, synchronous (baseline for 2) -------------------------------------
-
-class ZkSync {
- public:
-  // resolutionDelayMs: 0 is the C client's default (re-resolve the hosts on every I/O pass).
-  explicit ZkSync(const std::string& hosts, int resolutionDelayMs = 0) {
-    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    zh_ = zookeeper_init(hosts.c_str(), nullptr, 10000, nullptr, nullptr, 0);
-    if (!zh_) throw std::runtime_error("zookeeper_init failed");
-    if (resolutionDelayMs != 0) zoo_set_servers_resolution_delay(zh_, resolutionDelayMs);
-    if (!waitUntil([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, milliseconds(10000))) {
-      throw std::runtime_error("ZooKeeper session did not connect");
-    }
-  }
-  ~ZkSync() { zookeeper_close(zh_); }
-  ZkSync(const ZkSync&) = delete;
-  ZkSync& operator=(const ZkSync&) = delete;
-
-  void ensurePath(const std::string& path) {
-    for (size_t pos = 1; pos <= path.size(); ++pos) {
-      if (pos != path.size() && path[pos] != '/') continue;
-      std::string p = path.substr(0, pos);
-      int rc = zoo_create(zh_, p.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
-      if (rc != ZOK && rc != ZNODEEXISTS)
-        throw std::runtime_error("create " + p + ": " + zerror(rc));
-    }
-  }
-  // create(EPHEMERAL_SEQUENTIAL) with zoo_create2 (the Stat, hence czxid, comes back), as the
-  // sidecar does.
-  bool createSeq(const std::string& prefix, std::string* created) {
-    char buf[512];
-    ::Stat stat;
-    int rc = zoo_create2(zh_, prefix.c_str(), "bench", 5, &ZOO_OPEN_ACL_UNSAFE,
-                         ZOO_EPHEMERAL_SEQUENTIAL, buf, sizeof buf, &stat);
-    if (rc != ZOK) return false;
-    *created = buf;
-    return true;
-  }
-  bool children(const std::string& path) {
-    String_vector v{};
-    int rc = zoo_get_children(zh_, path.c_str(), 0, &v);
-    if (rc == ZOK) deallocate_String_vector(&v);
-    return rc == ZOK;
-  }
-  bool remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1) == ZOK; }
-
- private:
-  zhandle_t* zh_ = nullptr;
-};
-
-// ZooKeeper's `mntr` counters (four-letter word over loopback TCP): how many requests a loop sent.
-std::map<std::string, long long> zkMntr(int port) {
-  std::map<std::string, long long> out;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{2, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      writeAll(fd, "mntr", 4)) {
-    std::string text;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {  // "key<TAB>value"; some values hold spaces
-      auto tab = line.find('\t');
-      if (tab == std::string::npos) continue;
-      try {
-        out[line.substr(0, tab)] = std::stoll(line.substr(tab + 1));
-      } catch (...) {
-      }
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
 // ---- fencekeeper helpers ---------------------------------------------------------------------
-
-AcquireOptions leaseOptions(milliseconds wait, milliseconds ttl = milliseconds(30000)) {
-  AcquireOptions o;
-  o.wait = wait;
-  o.ttl = ttl;
-  o.keepAlive = false;  // no renew traffic in the measurements (TTLs are far longer than a run)
-  o.ownerLabel = "bench";
-  return o;
-}
 
 HolderInfo holderOf(Client& client, const std::string& name) {
   HolderInfo info;
@@ -370,11 +258,6 @@ std::string loadAverage() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
-}
-
-void progress(const char* fmt, const std::string& what) {
-  std::fprintf(stderr, fmt, what.c_str());
-  std::fflush(stderr);
 }
 
 std::string perSecond(double meanNs, const char* unit) {
@@ -824,14 +707,14 @@ int run(const Options& opt, const std::string& selfExe) {
               u.release, std::thread::hardware_concurrency(), loadAverage().c_str());
   std::printf(
       "ZooKeeper 3.8.0 standalone on 127.0.0.1 (tickTime 200 ms), sidecars with "
-      "--session-timeout 2s --log-level %s; %s\n",
+      "--session-timeout 2s (rows 7-9: 10s) --log-level %s; %s\n",
       opt.sidecarLogLevel.c_str(), opt.quick ? "--quick sample counts" : "full sample counts");
   std::fflush(stdout);
   Table table;
   const bool whatIf = opt.want("whatif");
 
   bool fsyncWork = opt.want("rpc") || opt.want("cycle") || opt.want("handover") ||
-                   opt.want("kill") || opt.want("valid");
+                   opt.want("kill") || opt.want("valid") || opt.want("kazoo");
   if (fsyncWork) {
     progress("starting ZooKeeper (%s) and sidecars\n", "fsync on");
     std::unique_ptr<SidecarCluster> owned;
@@ -842,6 +725,7 @@ int run(const Options& opt, const std::string& selfExe) {
       benchCyclesAndHandovers(opt, cluster, whatIf, opt.want("cycle"), opt.want("handover"), true,
                               "", "(fsync)", table);
     }
+    if (opt.want("kazoo") && !g_stop) benchKazoo(opt, cluster, table);
     if (opt.want("kill") && !g_stop) {
       progress("[4] %s\n", "SIGKILL of a `fencectl lock --ttl 30s -- sleep 60` holder");
       int n = opt.count(24, 20);
@@ -863,6 +747,9 @@ int run(const Options& opt, const std::string& selfExe) {
     SidecarCluster& cluster = startCluster(owned, false, opt, 2, whatIf ? 2 : 0);
     benchCyclesAndHandovers(opt, cluster, whatIf, true, true, false, "-ns", "(no fsync)", table);
   }
+  if ((opt.want("throughput") || opt.want("herd") || opt.want("scale")) && !g_stop) {
+    benchSuite(opt, table);
+  }
 
   std::printf("\n");
   table.print(stdout);
@@ -874,6 +761,7 @@ int run(const Options& opt, const std::string& selfExe) {
       std::fclose(f);
     }
   }
+  writePlots(opt, table);
   return g_stop ? 130 : 0;
 }
 
@@ -881,8 +769,10 @@ void onSignal(int) { g_stop = true; }
 
 int usage(const char* msg) {
   std::fprintf(stderr,
-               "%s\nusage: fk_bench [--quick] [--only rpc,cycle,handover,kill,valid,nosync,whatif] "
-               "[--tsv FILE] [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]\n",
+               "%s\nusage: fk_bench [--quick] [--full] [--only SECTION,...] [--tsv FILE] "
+               "[--out DIR] [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]\n"
+               "sections: rpc, cycle, handover, kill, valid, nosync, whatif, kazoo, throughput, "
+               "herd, scale\n",
                msg);
   return 2;
 }
@@ -903,6 +793,10 @@ int main(int argc, char** argv) {
     try {
       if (a == "--quick") {
         opt.quick = true;
+      } else if (a == "--full") {
+        opt.full = true;
+      } else if (a == "--out") {
+        opt.outDir = value();
       } else if (a == "--only") {
         std::stringstream list(value());
         std::string item;
@@ -933,6 +827,8 @@ int main(int argc, char** argv) {
   ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) return usage("cannot read /proc/self/exe");
   self[len] = '\0';
+  // Samples, curves and plots go to the build dir by default (fk_bench is BUILD/bench/fk_bench).
+  if (opt.outDir.empty()) opt.outDir = std::filesystem::path(self).parent_path().parent_path();
   try {
     return run(opt, self);
   } catch (const std::exception& e) {

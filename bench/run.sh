@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds fk_bench (RelWithDebInfo, its own build dir so it never reconfigures build/) and runs it:
 # real standalone ZooKeeper (fsync on; then forceSync=no; then the what-if run), real sidecars, all
-# on 127.0.0.1. Prints a compact table; keeps the full output and a TSV in the build dir.
+# on 127.0.0.1. Prints a compact table; keeps the full output, a TSV, the samples and the PNG plots
+# in the build dir (fk_bench --out DIR elsewhere).
 #
-#   bash bench/run.sh                 # everything, full sample counts (about 1-2 min once built)
+#   bash bench/run.sh                 # every row but the slowest, full sample counts (~3-4 min built)
+#   bash bench/run.sh --full          # also 100k leases (adds several minutes)
 #   bash bench/run.sh --quick         # fewer samples
 #   bash bench/run.sh --only rpc,valid
 #
@@ -12,7 +14,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${FK_BENCH_BUILD_DIR:-/tmp/fk-bench-build}"
-budget=240   # seconds: fk_bench bounds its loops by this; the watchdog below adds a margin
+# Seconds: fk_bench bounds its loops by this; the watchdog below adds a margin.
+budget=420
+for a in "$@"; do [ "$a" = --full ] && budget=1200; done
 
 start=$(date +%s)
 echo "== building fk_bench (RelWithDebInfo) in $build" >&2

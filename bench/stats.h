@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fencekeeper::bench {
@@ -65,19 +66,36 @@ struct Row {
   size_t n = 0;
   int failures = 0;
   double median = NAN, p99 = NAN, max = NAN;
-  std::string note;  // ratio, rate, ...
+  std::string note;   // ratio, rate, ...
+  std::string value;  // a figure that is not a time ("41.2 MB", "1234/s"): shown as the median
 };
 
 class Table {
  public:
   Row& add(std::string id, std::string label, const Samples& s, std::string note = {}) {
-    rows_.push_back(Row{std::move(id), std::move(label), s.n(), s.failures, s.median(), s.p99(),
-                        s.max(), std::move(note)});
+    samples_.emplace_back(id, s.ns);
+    rows_.push_back(Row{std::move(id),
+                        std::move(label),
+                        s.n(),
+                        s.failures,
+                        s.median(),
+                        s.p99(),
+                        s.max(),
+                        std::move(note),
+                        {}});
     return rows_.back();
   }
   // A row that is one figure (ns/op), not a distribution.
   Row& addFigure(std::string id, std::string label, size_t n, double value, std::string note = {}) {
-    rows_.push_back(Row{std::move(id), std::move(label), n, 0, value, NAN, NAN, std::move(note)});
+    rows_.push_back(
+        Row{std::move(id), std::move(label), n, 0, value, NAN, NAN, std::move(note), {}});
+    return rows_.back();
+  }
+  // A row whose figure is not a time.
+  Row& addValue(std::string id, std::string label, size_t n, std::string value,
+                std::string note = {}) {
+    rows_.push_back(Row{std::move(id), std::move(label), n, 0, NAN, NAN, NAN, std::move(note),
+                        std::move(value)});
     return rows_.back();
   }
   void print(FILE* out) const {
@@ -87,20 +105,33 @@ class Table {
       std::string n = std::to_string(r.n);
       if (r.failures) n += "!" + std::to_string(r.failures);
       std::fprintf(out, "%-6s %-54s %7s %10s %10s %10s  %s\n", r.id.c_str(), r.label.c_str(),
-                   n.c_str(), human(r.median).c_str(), human(r.p99).c_str(), human(r.max).c_str(),
-                   r.note.c_str());
+                   n.c_str(), r.value.empty() ? human(r.median).c_str() : r.value.c_str(),
+                   human(r.p99).c_str(), human(r.max).c_str(), r.note.c_str());
     }
   }
   void printTsv(FILE* out) const {
     std::fprintf(out, "id\tlabel\tn\tfailures\tmedian_ns\tp99_ns\tmax_ns\tnote\n");
     for (auto& r : rows_) {
-      std::fprintf(out, "%s\t%s\t%zu\t%d\t%.0f\t%.0f\t%.0f\t%s\n", r.id.c_str(), r.label.c_str(),
-                   r.n, r.failures, r.median, r.p99, r.max, r.note.c_str());
+      std::fprintf(out, "%s\t%s\t%zu\t%d\t%.0f\t%.0f\t%.0f\t%s%s%s\n", r.id.c_str(),
+                   r.label.c_str(), r.n, r.failures, r.median, r.p99, r.max, r.value.c_str(),
+                   r.value.empty() ? "" : "; ", r.note.c_str());
     }
+  }
+  // Every distribution row's samples, one file per row (DIR/ID.txt, nanoseconds one a line), for
+  // the plots. False when a file cannot be written.
+  bool writeSamples(const std::string& dir) const {
+    for (auto& [id, ns] : samples_) {
+      FILE* f = std::fopen((dir + "/" + id + ".txt").c_str(), "w");
+      if (!f) return false;
+      for (double v : ns) std::fprintf(f, "%.0f\n", v);
+      std::fclose(f);
+    }
+    return true;
   }
 
  private:
   std::vector<Row> rows_;
+  std::vector<std::pair<std::string, std::vector<double>>> samples_;
 };
 
 inline std::string ratio(double num, double den, const char* what) {

@@ -7,6 +7,7 @@ build_pkgs=(libzookeeper-mt-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev 
             cmake make g++ pkg-config
             prometheus-cpp-dev)  # the status socket's /metrics
 test_pkgs=(zookeeper libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
+           python3-matplotlib  # bench/plots.py
            python3-pip python3-setuptools python3-wheel procps spin
            clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
            python3-yaml)             # tests/k8s

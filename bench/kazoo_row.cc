@@ -1,0 +1,62 @@
+#include "bench/kazoo_row.h"
+
+#include <fstream>
+
+#include "bench/cycles.h"
+#include "bench/zk_sync.h"
+#include "tests/support/child_process.h"
+
+namespace fencekeeper::bench {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Runs one round of kazoo cycles in its own Python process (a fresh session each round, outside
+// the timing) and adds its samples. Bounded: the script stops itself, and is killed past that.
+void kazooRound(testing::SidecarCluster& cluster, int cycles, Samples& out) {
+  const std::string samples = cluster.newLogPath("kazoo-samples");
+  testing::ChildProcess py({"/usr/bin/python3", FK_BENCH_SOURCE_DIR "/kazoo_lock.py", "--hosts",
+                            cluster.zk().connectString(), "--cycles", std::to_string(cycles),
+                            "--seconds", "20", "--samples", samples},
+                           cluster.newLogPath("kazoo"));
+  int rc = py.wait(milliseconds(30000));
+  if (rc != 0) {
+    ++out.failures;
+    progress("    kazoo round failed: %s\n", py.log());
+  }
+  std::ifstream in(samples);
+  double v;
+  while (in >> v) out.add(v);
+}
+
+}  // namespace
+
+void benchKazoo(const Options& opt, testing::SidecarCluster& cluster, Table& table) {
+  progress("[6] %s\n", "kazoo Lock vs fencekeeper acquire+release vs the recipe's minimum");
+  ZkSync zk(cluster.zk().connectString());
+  const std::string parent = "/bench/kazoo-baseline";
+  zk.ensurePath(parent);
+  auto client = cluster.connect(0);
+  Samples kazoo, fk, recipe, ignored;
+  for (int i = 0; i < 20; ++i) {  // warm-up (kazoo warms up in each of its processes)
+    recipeCycle(zk, parent, ignored);
+    fencekeeperCycle(*client, "bench-kazoo-fk", ignored);
+  }
+  const int rounds = 5;
+  const int perRound = opt.count(200, 40) / rounds;
+  Cap cap(std::chrono::seconds(opt.quick ? 25 : 60));
+  for (int r = 0; r < rounds && !cap.over(); ++r) {
+    kazooRound(cluster, perRound, kazoo);
+    for (int i = 0; i < perRound && !cap.over(); ++i)
+      fencekeeperCycle(*client, "bench-kazoo-fk", fk);
+    for (int i = 0; i < perRound && !cap.over(); ++i) recipeCycle(zk, parent, recipe);
+  }
+  table.add("6a", "kazoo Lock acquire+release (python3-kazoo 2.8)", kazoo,
+            ratio(kazoo.median(), recipe.median(), "6c"));
+  table.add("6b", "fencekeeper acquire+release, same rounds", fk,
+            ratio(fk.median(), recipe.median(), "6c (target <=1.15)") + ", " +
+                ratio(fk.median(), kazoo.median(), "6a (target <1)"));
+  table.add("6c", "  recipe minimum: C client create+getChildren+delete", recipe);
+}
+
+}  // namespace fencekeeper::bench
