@@ -65,7 +65,8 @@ UniqueFd openTableFile(const std::string& path) {
 void copyName(lt::Slot& slot, std::string_view name) {
   uint64_t words[lt::kNameWords] = {};
   size_t length = std::min(name.size(), lt::kMaxNameBytes);
-  std::memcpy(words, name.data(), length);
+  // An empty view may carry a null data(): memcpy's source must not be null even for 0 bytes.
+  if (length > 0) std::memcpy(words, name.data(), length);
   lt::store(slot.nameLength, length);
   for (size_t w = 0; w < lt::kNameWords; ++w) lt::store(slot.name[w], words[w]);
 }
