@@ -5,6 +5,7 @@
 namespace fencekeeper {
 
 constexpr int kExitUnhealthy = 1;        // fencectl health: not 200, or no answer in time
+constexpr int kExitInvalid = 1;          // fencectl valid: the lease is not held and valid now
 constexpr int kExitUsage = 64;           // invalid arguments
 constexpr int kExitUnavailable = 69;     // sidecar unreachable
 constexpr int kExitInternal = 70;        // the supervisor could not start, or died

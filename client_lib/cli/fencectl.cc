@@ -3,6 +3,7 @@
 //            [--grace DUR] -- CMD [ARG...]
 //   fencectl [--socket PATH] [--expect-uid UID] holder NAME [--json]
 //   fencectl [--socket PATH] [--expect-uid UID] status [--json] [--watch [--interval DUR]]
+//   fencectl [--socket PATH] [--expect-uid UID] valid NAME TOKEN
 //   fencectl [--socket PATH] health [--ready] [--status-socket PATH] [--timeout DUR]
 #include <charconv>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "client_lib/cli/exit_codes.h"
 #include "client_lib/cli/health_command.h"
@@ -42,6 +44,10 @@ constexpr const char* kUsage = R"(usage:
       Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
       (the TTL, or less when the sidecar's ZooKeeper session bounds it).
   fencectl [--socket PATH] holder NAME [--json]   who holds NAME now
+  fencectl [--socket PATH] valid NAME TOKEN
+      Exits 0 when the sidecar's shared-memory lease table shows NAME held with TOKEN and
+      valid now, else 1 (69: no table to read). For shell users, and advisory: the lease can
+      be lost right after the check; the storage's token check is the fence.
   fencectl [--socket PATH] status [--json] [--watch [--interval DUR]]
       The sidecar's state: a summary, then its leases and waiters as tables. --json: the
       status socket's /status document instead (Cap'n Proto's JSON of the schema's Status).
@@ -61,7 +67,7 @@ must own the socket file, in a directory no one else can write, and where that d
 sits in one others can write (a Kubernetes emptyDir, /tmp), be root or fencectl's own uid.
   --expect-uid UID   the sidecar must run as UID instead (env FENCEKEEPER_EXPECT_UID)
 A server that fails the check is refused (exit 69) with both uids named.
-Exit codes: (health: 0 on 200, else 1; 64 for invalid arguments)
+Exit codes: (health: 0 on 200, else 1; valid: 0 valid, 1 not; 64 for invalid arguments)
   CMD's own exit status when it ended by itself
   128+N  CMD killed by signal N (137: still running --grace after a SIGINT or SIGTERM);
          or fencectl got signal N while waiting for the lock, and CMD never ran
@@ -143,6 +149,25 @@ int run(int argc, char** argv) {
     }
     if (name.empty()) return usage("holder needs a lock NAME");
     return holderCommand(sidecar, name, json);
+  }
+  if (command == "valid") {
+    std::vector<std::string> operands;
+    for (; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--socket" && i + 1 < argc) {
+        socket = argv[++i];
+      } else {
+        operands.push_back(a);
+      }
+    }
+    if (operands.size() != 2) return usage("valid needs a lock NAME and a TOKEN");
+    uint64_t token = 0;
+    const std::string& t = operands[1];
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), token);
+    if (ec != std::errc() || end != t.data() + t.size() || token == 0) {
+      return usage("valid: TOKEN must be a positive integer, not '" + t + "'");
+    }
+    return validCommand(sidecar, operands[0], token);
   }
   if (command == "status") {
     StatusArgs args;

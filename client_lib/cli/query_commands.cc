@@ -72,3 +72,24 @@ int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool j
 }
 
 }  // namespace fencekeeper
+
+namespace fencekeeper {
+
+int validCommand(const SidecarAddress& sidecar, const std::string& name, uint64_t token) {
+  auto client = connectOrReport(sidecar);
+  if (!client) return kExitUnavailable;
+  bool valid = false;
+  Status s = client->tableShowsValid(name, token, &valid);
+  if (!s.ok()) {
+    std::fprintf(stderr, "fencectl: valid %s: %s\n", name.c_str(), s.message.c_str());
+    return kExitUnavailable;
+  }
+  if (!valid) {
+    std::fprintf(stderr, "fencectl: %s with token %llu is not held and valid now\n", name.c_str(),
+                 static_cast<unsigned long long>(token));
+    return kExitInvalid;
+  }
+  return 0;
+}
+
+}  // namespace fencekeeper

@@ -1,6 +1,8 @@
-// `fencectl holder`: who holds a lock, for people or as JSON.
+// `fencectl holder`: who holds a lock, for people or as JSON; `fencectl valid`: whether a lease
+// is valid now, from the sidecar's shared-memory lease table.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "client_lib/cli/sidecar_errors.h"
@@ -8,5 +10,9 @@
 namespace fencekeeper {
 
 int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool json);
+
+// Exit 0 when the lease table shows `name` held with `token` and valid now, 1 when it does not
+// (a line on stderr says which), 69 when the table cannot be read. Advisory (docs/fencing.md).
+int validCommand(const SidecarAddress& sidecar, const std::string& name, uint64_t token);
 
 }  // namespace fencekeeper

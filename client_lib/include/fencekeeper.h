@@ -205,9 +205,22 @@ FK_EXPORT const char* fk_lease_name(const fk_lease* lease);
 /* The fencing token: send it with every request to storage. */
 FK_EXPORT uint64_t fk_lease_token(const fk_lease* lease);
 
-/* How long the lease is known valid from now, from the sidecar's last answer (counted from when
- * that request was sent); 0 once lost, released or past. Local: no round trip. */
+/* How long the lease is valid from now; 0 once lost, released or past. Local: no round trip, no
+ * syscall. Read from the sidecar's shared-memory lease table where this client can map it (a loss
+ * the sidecar decides shows at once); else counted from the sidecar's last answer (from when
+ * that request was sent). fk_client_uses_lease_table() says which. */
 FK_EXPORT int64_t fk_lease_valid_for_ms(const fk_lease* lease);
+
+/* 1 when fk_lease_valid_for_ms() of this client's leases reads the sidecar's shared-memory lease
+ * table, else 0; `detail` (if not NULL) gets the table's path or why it is not read, cut to
+ * `size` bytes with its NUL. */
+FK_EXPORT int fk_client_uses_lease_table(fk_client* client, char* detail, size_t size);
+
+/* Advisory, for a process without the lease: *valid = 1 when the sidecar's lease table shows a
+ * lease on `name` with `token`, held and valid now, else 0. A check followed by a write can race
+ * a loss: the storage's token check is the fence. FK_ERR_NOT_HELD when there is no table. */
+FK_EXPORT int fk_lease_table_shows_valid(fk_client* client, const char* name, uint64_t token,
+                                         int* valid, fk_error* err);
 
 /* 1 once the lease was lost (the loss callback has been or is being called), else 0. */
 FK_EXPORT int fk_lease_lost(const fk_lease* lease);

@@ -203,6 +203,27 @@ int64_t fk_lease_valid_for_ms(const fk_lease* lease) {
   return lease ? lease->lease->validFor().count() : 0;
 }
 
+int fk_client_uses_lease_table(fk_client* client, char* detail, size_t size) {
+  if (!client) return 0;
+  std::string why;
+  bool uses = client->client->usesLeaseTable(&why);
+  if (detail && size > 0) copyText(why, detail, size);
+  return uses ? 1 : 0;
+}
+
+int fk_lease_table_shows_valid(fk_client* client, const char* name, uint64_t token, int* valid,
+                               fk_error* err) {
+  return guarded(err, [&] {
+    if (!client || !name || !valid) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "client, name and valid must not be NULL");
+    }
+    bool shows = false;
+    Status status = client->client->tableShowsValid(name, token, &shows);
+    *valid = shows ? 1 : 0;
+    return report(err, status);
+  });
+}
+
 int fk_lease_lost(const fk_lease* lease) { return lease && lease->lease->lost() ? 1 : 0; }
 
 int fk_lease_check(fk_lease* lease, uint64_t* token, int64_t* valid_ms, fk_error* err) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -19,6 +20,7 @@
 
 #include "boot_clock.h"
 #include "client_lib/src/client_internal.h"
+#include "client_lib/src/lease_table_reader.h"
 #include "client_lib/src/server_check.h"
 #include "client_lib/src/status_reader.h"
 #include "ipc/fencekeeper.capnp.h"
@@ -72,6 +74,13 @@ struct LeaseState {
   AcquireOptions options;
   std::atomic<uint64_t> token{0};
   std::atomic<bool> checkedIn{true};
+  // Set once lost or released: validFor()'s lock-free answer.
+  std::atomic<bool> ended{false};
+  // The lease's slot in the sidecar's shared-memory lease table; no table, or generation 0, when
+  // it has none (validFor() then counts from the sidecar's last answer). Set before delivery.
+  std::shared_ptr<const internal::LeaseTableReader> table;
+  uint32_t tableSlot = 0;
+  uint64_t tableGeneration = 0;
 
   mutable std::mutex mutex;
   Clock::time_point validUntil{};
@@ -87,6 +96,7 @@ struct LeaseState {
       std::lock_guard<std::mutex> lock(mutex);
       if (lost || released) return;
       lost = true;
+      ended = true;
       lossReason = reason;
       validUntil = {};
       // Not delivered yet, it was never the caller's: acquire drops it and queues again.
@@ -105,6 +115,7 @@ struct LeaseState {
   void markReleased() {
     std::lock_guard<std::mutex> lock(mutex);
     released = true;
+    ended = true;
     validUntil = {};
   }
   // Hands the grant to acquire's caller, unless it is lost or has no validity left.
@@ -218,6 +229,10 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Status holder(const std::string& name, HolderInfo* out);
   // Asks for the sidecar's status; `read` gets the answer on the I/O thread.
   Status status(const std::function<void(ipc::Status::Reader)>& read);
+  // Runs `use` on the I/O thread with the lease table (nullptr and why not), once the sidecar
+  // said where it is.
+  Status withLeaseTable(
+      const std::function<Status(const internal::LeaseTableReader*, const std::string&)>& use);
 
  private:
   struct IoLease {
@@ -233,6 +248,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
                                Clock::time_point deadline,
                                std::shared_ptr<std::shared_ptr<LeaseState>> granted);
   kj::Promise<void> keepAliveLoop(uint64_t key);
+  // Asks the sidecar where its lease table is and maps it (table_, or tableProblem_ says why not).
+  kj::Promise<void> openLeaseTable(std::optional<uid_t> serverUid);
   template <typename T>
   kj::Promise<T> withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout);
   void onDisconnected();
@@ -266,6 +283,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   kj::Maybe<ipc::Sidecar::Client> sidecar_;
   std::map<uint64_t, IoLease> leases_;
   uint64_t nextKey_ = 1;
+  std::shared_ptr<const internal::LeaseTableReader> table_;
+  std::string tableProblem_;
+  kj::Maybe<kj::ForkedPromise<void>> tableOpened_;
 };
 
 void ClientImpl::run(std::promise<Status>& ready) {
@@ -303,6 +323,9 @@ void ClientImpl::run(std::promise<Status>& ready) {
     rpc = kj::heap<capnp::TwoPartyClient>(*stream);
     sidecar_ = rpc->bootstrap().castAs<ipc::Sidecar>();
     calls_ = std::make_unique<kj::TaskSet>(callErrors_);
+    // Asked before any acquire can be sent: the sidecar answers it at once, so every grant on
+    // this connection finds the table open (calls on one capability are delivered in order).
+    tableOpened_ = openLeaseTable(internal::peerUid(connectionFd_)).fork();
     {
       std::lock_guard<std::mutex> lock(loopMutex_);
       loop_ = std::make_unique<KjLoopExecutor>(io.unixEventPort);
@@ -325,6 +348,7 @@ void ClientImpl::run(std::promise<Status>& ready) {
       loop_.reset();  // work posted from now on is refused; work queued and not run is dropped
     }
     calls_.reset();  // breaks the promises of calls in flight: their callers return
+    tableOpened_ = nullptr;
     sidecar_ = nullptr;
     rpc = nullptr;
     connectionFd_ = -1;
@@ -401,6 +425,11 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
         if (response.getError() != ipc::Error::OK) return failure(response);
         state->token = response.getToken();
         state->setValidity(sentAt, response.getValidMs());
+        if (response.getTableGeneration() != 0 && table_) {
+          state->table = table_;
+          state->tableSlot = response.getTableSlot();
+          state->tableGeneration = response.getTableGeneration();
+        }
         auto& lease =
             leases_.emplace(key, IoLease{response.getLease(), state, nullptr}).first->second;
         // The validity counts from the send, to err on the safe side; after a long wait in the
@@ -442,6 +471,50 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
       [](kj::Exception&& e) -> kj::Promise<Status> {
         return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
       });
+}
+
+kj::Promise<void> ClientImpl::openLeaseTable(std::optional<uid_t> serverUid) {
+  return KJ_ASSERT_NONNULL(sidecar_)
+      .leaseTableRequest()
+      .send()
+      .then(
+          [this, serverUid](capnp::Response<ipc::Sidecar::LeaseTableResults> r) {
+            if (r.getError() != ipc::Error::OK) {
+              tableProblem_ = failure(r).message;
+              return;
+            }
+            if (!serverUid) {
+              tableProblem_ = "the sidecar's uid cannot be read";
+              return;
+            }
+            std::string path = r.getPath();
+            auto table = internal::LeaseTableReader::open(path, r.getInstance(), *serverUid,
+                                                          &tableProblem_);
+            // The sidecar may mount the shared volume elsewhere: look beside our socket too.
+            auto beside = std::filesystem::path(socketPath_).parent_path() /
+                          std::filesystem::path(path).filename();
+            if (!table && beside != path) {
+              std::string besideProblem;
+              table = internal::LeaseTableReader::open(beside, r.getInstance(), *serverUid,
+                                                       &besideProblem);
+            }
+            if (table) tableProblem_.clear();
+            table_ = std::move(table);
+          },
+          [this](kj::Exception&& e) {
+            tableProblem_ = std::string("the sidecar did not say where its lease table is: ") +
+                            e.getDescription().cStr();
+          });
+}
+
+Status ClientImpl::withLeaseTable(
+    const std::function<Status(const internal::LeaseTableReader*, const std::string&)>& use) {
+  return call([&]() -> kj::Promise<Status> {
+    auto& opened = KJ_ASSERT_NONNULL(tableOpened_);
+    return withDeadline(opened.addBranch().then([&]() { return use(table_.get(), tableProblem_); }),
+                        kCallSlack,
+                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+  });
 }
 
 kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
@@ -638,6 +711,12 @@ const std::string& Lease::name() const { return state_->name; }
 uint64_t Lease::token() const { return state_->token.load(); }
 
 Millis Lease::validFor() const {
+  if (state_->ended.load(std::memory_order_acquire)) return Millis(0);
+  if (state_->table) {  // what the sidecar decided, as of now: no message needed
+    uint64_t now = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+    return std::chrono::duration_cast<Millis>(std::chrono::nanoseconds(state_->table->validForNs(
+        state_->tableSlot, state_->tableGeneration, state_->token.load(), now)));
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (state_->lost || state_->released) return Millis(0);
   return clampNonNegative(state_->validUntil - Clock::now());
@@ -696,6 +775,29 @@ std::unique_ptr<Client> Client::connect(const std::string& socketPath,
 }
 
 Client::Client(std::shared_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
+
+bool Client::usesLeaseTable(std::string* detail) {
+  bool uses = false;
+  Status s = impl_->withLeaseTable([&](const internal::LeaseTableReader* table,
+                                       const std::string& problem) {
+    uses = table != nullptr;
+    if (detail) *detail = table ? table->path() : problem;
+    return Status{};
+  });
+  if (!s.ok() && detail) *detail = s.message;
+  return uses;
+}
+
+Status Client::tableShowsValid(const std::string& name, uint64_t token, bool* valid) {
+  *valid = false;
+  return impl_->withLeaseTable([&](const internal::LeaseTableReader* table,
+                                   const std::string& problem) {
+    if (!table) return error(ErrorCode::kNotHeld, "no lease table to read: " + problem);
+    uint64_t now = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+    *valid = table->anyValid(name, token, now);
+    return Status{};
+  });
+}
 Client::~Client() { impl_->stop(); }
 
 std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOptions& options,

@@ -67,6 +67,13 @@ Status checkServer(int fd, const std::string& path, std::optional<uid_t> expectU
   return Status{};
 }
 
+std::optional<uid_t> peerUid(int fd) {
+  ucred peer{};
+  socklen_t len = sizeof peer;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) return std::nullopt;
+  return peer.uid;
+}
+
 Status expectedUid(int64_t expectUid, std::optional<uid_t>* out) {
   *out = std::nullopt;
   std::string text;

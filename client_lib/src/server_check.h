@@ -16,6 +16,9 @@ namespace fencekeeper::internal {
 // server's uid and the uid that was expected of it.
 Status checkServer(int fd, const std::string& path, std::optional<uid_t> expectUid);
 
+// The uid of the process at the other end of the Unix socket `fd` (SO_PEERCRED), if it can be read.
+std::optional<uid_t> peerUid(int fd);
+
 // The uid ConnectOptions::expectUid asks for, or $FENCEKEEPER_EXPECT_UID when it is -1.
 // kInvalidArgument for a value that is no uid.
 Status expectedUid(int64_t expectUid, std::optional<uid_t>* out);

@@ -262,6 +262,15 @@ class Client {
   Status statusJson(std::string* out);
   // False once the connection to the sidecar dropped (every lease is then lost).
   bool connected() const;
+  // Whether Lease::validFor() on this connection reads the sidecar's shared-memory lease table
+  // (no round trip, and a loss the sidecar decides shows at once) rather than counting from the
+  // sidecar's last answer; `*detail` gets the table's path, or why it is not read.
+  bool usesLeaseTable(std::string* detail = nullptr);
+  // Advisory, for a process without the lease (fencectl valid): whether the sidecar's lease table
+  // shows a lease on `name` with `token`, held and valid now. A check followed by a write can race
+  // a loss: the storage's token check is the fence (docs/fencing.md). kNotHeld when there is no
+  // table to read (the message says why).
+  Status tableShowsValid(const std::string& name, uint64_t token, bool* valid);
 
  private:
   friend int internal::connectionFd(const Client& client);

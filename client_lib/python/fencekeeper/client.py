@@ -11,7 +11,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from . import _native
 from .errors import (ErrorCode, InvalidArgument, InvalidName, LossReason, NotHeld,
@@ -121,8 +121,9 @@ class Lease:
 
     @property
     def valid_for(self) -> float:
-        """Seconds the lease is known valid from now, from the sidecar's last answer; 0.0 once
-        lost, released or past. Local: no round trip."""
+        """Seconds the lease is valid from now; 0.0 once lost, released or past. Local: no
+        round trip, read from the sidecar's shared-memory lease table where it can be mapped
+        (:meth:`Client.uses_lease_table`), else counted from the sidecar's last answer."""
         return self._lib.fk_lease_valid_for_ms(self._handle) / 1000.0
 
     @property
@@ -302,6 +303,28 @@ class Client:
             return json.loads(ctypes.string_at(text).decode("utf-8"))
         finally:
             self._lib.fk_free(text)
+
+    def uses_lease_table(self) -> Tuple[bool, str]:
+        """Whether :meth:`Lease.valid_for` reads the sidecar's shared-memory lease table (no
+        round trip, and a loss the sidecar decides shows at once), with the table's path or why
+        it is not read."""
+        detail = ctypes.create_string_buffer(512)
+        with self._in_call() as handle:
+            uses = self._lib.fk_client_uses_lease_table(handle, detail, len(detail))
+        return bool(uses), detail.value.decode("utf-8", "replace")
+
+    def table_shows_valid(self, name: str, token: int) -> bool:
+        """Advisory, for a process without the lease: whether the sidecar's lease table shows
+        ``name`` held with ``token`` and valid now. A check followed by a write can race a loss:
+        the storage's token check is the fence. Raises ``NotHeld`` when there is no table."""
+        encoded_name = _c_text(name, "lock name", InvalidName)
+        valid = ctypes.c_int()
+        err = _native.Error()
+        with self._in_call() as handle:
+            code = self._lib.fk_lease_table_shows_valid(handle, encoded_name, token,
+                                                        ctypes.byref(valid), ctypes.byref(err))
+        _check(code, err)
+        return bool(valid.value)
 
     @property
     def closed(self) -> bool:
