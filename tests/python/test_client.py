@@ -50,6 +50,19 @@ class ClientTest(fk_harness.ClusterTestCase):
         with self.assertRaises(fencekeeper.NotHeld):
             lease.release()
 
+    def test_validity_comes_from_the_sidecars_lease_table(self):
+        uses, where = self.client.uses_lease_table()
+        self.assertTrue(uses, where)
+        self.assertTrue(where.endswith(".leases"), where)
+        with self.client.lock("py/table", ttl=5) as lease:
+            self.assertTrue(0 < lease.valid_for <= 5, lease.valid_for)
+            self.assertTrue(self.client.table_shows_valid("py/table", lease.token))
+            self.assertFalse(self.client.table_shows_valid("py/table", lease.token + 1))
+            with self.assertRaises(fencekeeper.InvalidName):
+                self.client.table_shows_valid("py/table\x00x", lease.token)
+        self.assertEqual(lease.valid_for, 0.0)
+        self.assertFalse(self.client.table_shows_valid("py/table", lease.token))
+
     def test_token_rises_across_two_holders(self):
         with fencekeeper.Client(self.socket) as other:
             first = self.client.acquire("py/rising")
