@@ -85,6 +85,13 @@ class Table {
                         {}});
     return rows_.back();
   }
+  // The row `id` added earlier in this run, if any.
+  const Row* find(const std::string& id) const {
+    for (const Row& r : rows_) {
+      if (r.id == id) return &r;
+    }
+    return nullptr;
+  }
   // A row that is one figure (ns/op), not a distribution.
   Row& addFigure(std::string id, std::string label, size_t n, double value, std::string note = {}) {
     rows_.push_back(
