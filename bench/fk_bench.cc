@@ -40,13 +40,13 @@
 #include "bench/harness.h"
 #include "bench/kazoo_row.h"
 #include "bench/stats.h"
-#include "tests/support/zk_inspector.h"
 #include "bench/suite.h"
 #include "bench/zk_sync.h"
 #include "fencekeeper/client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
+#include "tests/support/zk_inspector.h"
 
 #ifndef FK_BENCH_BUILD_TYPE
 #define FK_BENCH_BUILD_TYPE "unknown"
@@ -699,12 +699,12 @@ void benchLossView(const Options& opt, SidecarCluster& cluster, Table& table) {
     pushed.ns.push_back(since(lostAt));
     if (zeroAt <= lostAt) ++tableFirst;
   }
-  std::string note =
-      seenInTable.n() && pushed.n()
-          ? ratio(seenInTable.median(), pushed.median(), "5h") + "; first in " +
-                std::to_string(tableFirst) + " of " + std::to_string(seenInTable.n()) +
-                "; from the delete's call (its round trip included)"
-          : "";
+  std::string note = seenInTable.n() && pushed.n()
+                         ? ratio(seenInTable.median(), pushed.median(), "5h") + "; first in " +
+                               std::to_string(tableFirst) + " of " +
+                               std::to_string(seenInTable.n()) +
+                               "; from the delete's call (its round trip included)"
+                         : "";
   table.add("5g", "loss seen by a lease table reader (validFor() 0)", seenInTable, note);
   table.add("5h", "  the same loss told by the sidecar's message (onLost)", pushed);
 }

@@ -474,37 +474,34 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
 }
 
 kj::Promise<void> ClientImpl::openLeaseTable(std::optional<uid_t> serverUid) {
-  return KJ_ASSERT_NONNULL(sidecar_)
-      .leaseTableRequest()
-      .send()
-      .then(
-          [this, serverUid](capnp::Response<ipc::Sidecar::LeaseTableResults> r) {
-            if (r.getError() != ipc::Error::OK) {
-              tableProblem_ = failure(r).message;
-              return;
-            }
-            if (!serverUid) {
-              tableProblem_ = "the sidecar's uid cannot be read";
-              return;
-            }
-            std::string path = r.getPath();
-            auto table = internal::LeaseTableReader::open(path, r.getInstance(), *serverUid,
-                                                          &tableProblem_);
-            // The sidecar may mount the shared volume elsewhere: look beside our socket too.
-            auto beside = std::filesystem::path(socketPath_).parent_path() /
-                          std::filesystem::path(path).filename();
-            if (!table && beside != path) {
-              std::string besideProblem;
-              table = internal::LeaseTableReader::open(beside, r.getInstance(), *serverUid,
-                                                       &besideProblem);
-            }
-            if (table) tableProblem_.clear();
-            table_ = std::move(table);
-          },
-          [this](kj::Exception&& e) {
-            tableProblem_ = std::string("the sidecar did not say where its lease table is: ") +
-                            e.getDescription().cStr();
-          });
+  return KJ_ASSERT_NONNULL(sidecar_).leaseTableRequest().send().then(
+      [this, serverUid](capnp::Response<ipc::Sidecar::LeaseTableResults> r) {
+        if (r.getError() != ipc::Error::OK) {
+          tableProblem_ = failure(r).message;
+          return;
+        }
+        if (!serverUid) {
+          tableProblem_ = "the sidecar's uid cannot be read";
+          return;
+        }
+        std::string path = r.getPath();
+        auto table =
+            internal::LeaseTableReader::open(path, r.getInstance(), *serverUid, &tableProblem_);
+        // The sidecar may mount the shared volume elsewhere: look beside our socket too.
+        auto beside = std::filesystem::path(socketPath_).parent_path() /
+                      std::filesystem::path(path).filename();
+        if (!table && beside != path) {
+          std::string besideProblem;
+          table =
+              internal::LeaseTableReader::open(beside, r.getInstance(), *serverUid, &besideProblem);
+        }
+        if (table) tableProblem_.clear();
+        table_ = std::move(table);
+      },
+      [this](kj::Exception&& e) {
+        tableProblem_ = std::string("the sidecar did not say where its lease table is: ") +
+                        e.getDescription().cStr();
+      });
 }
 
 Status ClientImpl::withLeaseTable(
@@ -778,25 +775,25 @@ Client::Client(std::shared_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
 
 bool Client::usesLeaseTable(std::string* detail) {
   bool uses = false;
-  Status s = impl_->withLeaseTable([&](const internal::LeaseTableReader* table,
-                                       const std::string& problem) {
-    uses = table != nullptr;
-    if (detail) *detail = table ? table->path() : problem;
-    return Status{};
-  });
+  Status s = impl_->withLeaseTable(
+      [&](const internal::LeaseTableReader* table, const std::string& problem) {
+        uses = table != nullptr;
+        if (detail) *detail = table ? table->path() : problem;
+        return Status{};
+      });
   if (!s.ok() && detail) *detail = s.message;
   return uses;
 }
 
 Status Client::tableShowsValid(const std::string& name, uint64_t token, bool* valid) {
   *valid = false;
-  return impl_->withLeaseTable([&](const internal::LeaseTableReader* table,
-                                   const std::string& problem) {
-    if (!table) return error(ErrorCode::kNotHeld, "no lease table to read: " + problem);
-    uint64_t now = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-    *valid = table->anyValid(name, token, now);
-    return Status{};
-  });
+  return impl_->withLeaseTable(
+      [&](const internal::LeaseTableReader* table, const std::string& problem) {
+        if (!table) return error(ErrorCode::kNotHeld, "no lease table to read: " + problem);
+        uint64_t now = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+        *valid = table->anyValid(name, token, now);
+        return Status{};
+      });
 }
 Client::~Client() { impl_->stop(); }
 

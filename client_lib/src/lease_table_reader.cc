@@ -42,7 +42,8 @@ bool checkFile(int fd, const std::string& path, uid_t ownerUid, struct stat* st,
                     std::to_string(ownerUid));
   }
   if ((st->st_mode & 022) != 0) {
-    return fail(why, path, "mode " + octal(st->st_mode) + ": writable by others, who could forge it");
+    return fail(why, path,
+                "mode " + octal(st->st_mode) + ": writable by others, who could forge it");
   }
   if (static_cast<uint64_t>(st->st_size) < lt::kHeaderBytes) {
     return fail(why, path, std::to_string(st->st_size) + " bytes: shorter than its header");
@@ -73,8 +74,8 @@ std::unique_ptr<LeaseTableReader> LeaseTableReader::open(const std::string& path
       fail(why, path, "replaced while it was being opened");
       return nullptr;
     }
-    mapping->region = bip::mapped_region(mapping->file, bip::read_only, 0,
-                                         static_cast<size_t>(st.st_size));
+    mapping->region =
+        bip::mapped_region(mapping->file, bip::read_only, 0, static_cast<size_t>(st.st_size));
   } catch (const bip::interprocess_exception& e) {
     fail(why, path, std::string("cannot map: ") + e.what());
     return nullptr;
@@ -85,8 +86,9 @@ std::unique_ptr<LeaseTableReader> LeaseTableReader::open(const std::string& path
     return nullptr;
   }
   if (lt::load(header->format) != lt::kFormat) {
-    fail(why, path, "layout " + std::to_string(lt::load(header->format)) + ", this client reads " +
-                        std::to_string(lt::kFormat));
+    fail(why, path,
+         "layout " + std::to_string(lt::load(header->format)) + ", this client reads " +
+             std::to_string(lt::kFormat));
     return nullptr;
   }
   uint64_t capacity = lt::load(header->capacity, std::memory_order_acquire);
