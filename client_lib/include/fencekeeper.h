@@ -211,6 +211,14 @@ FK_EXPORT uint64_t fk_lease_token(const fk_lease* lease);
  * that request was sent). fk_client_uses_lease_table() says which. */
 FK_EXPORT int64_t fk_lease_valid_for_ms(const fk_lease* lease);
 
+/* Why the lease was lost (an fk_loss_reason) once fk_lease_lost() says 1; -1 before that, and for
+ * a lease its owner released. */
+FK_EXPORT int fk_lease_loss_reason(const fk_lease* lease);
+
+/* 1 while the client's connection to the sidecar is up; 0 once it dropped (every lease of it is
+ * then lost, with FK_LOSS_CONNECTION_LOST), after fk_client_close(), or for NULL. */
+FK_EXPORT int fk_client_connected(const fk_client* client);
+
 /* 1 when fk_lease_valid_for_ms() of this client's leases reads the sidecar's shared-memory lease
  * table, else 0; `detail` (if not NULL) gets the table's path or why it is not read, cut to
  * `size` bytes with its NUL. */

@@ -203,6 +203,16 @@ int64_t fk_lease_valid_for_ms(const fk_lease* lease) {
   return lease ? lease->lease->validFor().count() : 0;
 }
 
+int fk_lease_loss_reason(const fk_lease* lease) {
+  if (!lease) return -1;
+  auto reason = lease->lease->lossReason();
+  return reason ? static_cast<int>(*reason) : -1;
+}
+
+int fk_client_connected(const fk_client* client) {
+  return client && client->client->connected() ? 1 : 0;
+}
+
 int fk_client_uses_lease_table(fk_client* client, char* detail, size_t size) {
   if (!client) return 0;
   std::string why;

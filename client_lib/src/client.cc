@@ -53,6 +53,19 @@ Status failure(const Results& r) {
   return error(code, detail.empty() ? "" : std::string(errorCodeName(code)) + ": " + detail);
 }
 
+// A call that failed in transport, said for people: KJ's own text ("Peer disconnected.") names
+// neither the sidecar nor what to do.
+Status transportFailure(const kj::Exception& e) {
+  if (e.getType() == kj::Exception::Type::DISCONNECTED) {
+    return error(ErrorCode::kSidecarUnavailable,
+                 "sidecar unavailable: the sidecar closed the connection (it stopped, restarted "
+                 "or dropped this client; every lease of this connection is lost)");
+  }
+  return error(ErrorCode::kSidecarUnavailable,
+               std::string("sidecar unavailable: the call to the sidecar failed: ") +
+                   e.getDescription().cStr());
+}
+
 // Refuses text the sidecar would see cut short: a C string ends at its first NUL.
 Status refuseNul(const std::string& text, ErrorCode code, const char* what) {
   if (text.find('\0') == std::string::npos) return Status{};
@@ -444,7 +457,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
                 return Status{};
               },
               [](kj::Exception&& e) {
-                return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+                return transportFailure(e);
               });
         }
         return refresh.then(
@@ -469,7 +482,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
             });
       },
       [](kj::Exception&& e) -> kj::Promise<Status> {
-        return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+        return transportFailure(e);
       });
 }
 
@@ -558,7 +571,7 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
               return r.getError() == ipc::Error::OK ? Status{} : failure(r);
             },
             [](kj::Exception&& e) {
-              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+              return transportFailure(e);
             }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
@@ -590,7 +603,7 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
               return Status{};
             },
             [](kj::Exception&& e) {
-              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+              return transportFailure(e);
             }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
@@ -614,7 +627,7 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
               return Status{};
             },
             [](kj::Exception&& e) {
-              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+              return transportFailure(e);
             }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
@@ -673,7 +686,7 @@ Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
               return Status{};
             },
             [](kj::Exception&& e) {
-              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+              return transportFailure(e);
             }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
@@ -689,7 +702,7 @@ Status ClientImpl::status(const std::function<void(ipc::Status::Reader)>& read) 
               return Status{};
             },
             [](kj::Exception&& e) {
-              return error(ErrorCode::kSidecarUnavailable, e.getDescription().cStr());
+              return transportFailure(e);
             }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
@@ -722,6 +735,12 @@ Millis Lease::validFor() const {
 bool Lease::lost() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->lost;
+}
+
+std::optional<LossReason> Lease::lossReason() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->lost) return std::nullopt;
+  return state_->lossReason;
 }
 
 void Lease::checkIn() { state_->checkedIn = true; }

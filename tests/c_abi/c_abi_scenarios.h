@@ -21,6 +21,10 @@ int fk_scenario_lease_outlives_client(const char* socket);
 /* Holds two leases whose loss callbacks free them (and close the client), then calls
  * kill_sidecar(ctx) so that the connection drops under them. */
 int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* ctx), void* ctx);
+/* The sidecar dies with a lease held and an acquire waiting: the client reports itself
+ * disconnected, the lease's loss reason is the connection, the waiting acquire fails with a
+ * message that says the sidecar closed the connection (not KJ's "Peer disconnected."). */
+int fk_scenario_connection_drop(const char* socket, void (*kill_sidecar)(void* ctx), void* ctx);
 /* fk_connect_with(): expect_uid of this process's uid (the sidecar's) accepted, another refused;
  * options of an unknown size refused. */
 int fk_scenario_connect_options(const char* socket);

@@ -65,6 +65,11 @@ TEST_F(CAbiTest, CallbackFreesItsLeaseAndClosesTheClientWhenTheConnectionDrops) 
   EXPECT_EQ(fk_scenario_free_in_callback(socket().c_str(), kill, &cluster), 0);
 }
 
+TEST_F(CAbiTest, ADroppedConnectionIsReportedAsTheSidecarClosingIt) {
+  auto kill = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->sidecar(0).signal(SIGKILL); };
+  EXPECT_EQ(fk_scenario_connection_drop(socket().c_str(), kill, &cluster), 0);
+}
+
 TEST_F(CAbiTest, ConnectOptionsExpectTheSidecarsUid) {
   EXPECT_EQ(fk_scenario_connect_options(socket().c_str()), 0);
 }

@@ -122,6 +122,7 @@ class ClientTest(fk_harness.ClusterTestCase):
 
         lease = self.client.acquire("py/no-check-in", ttl=0.6, renew_only_if_checked_in=True,
                                     on_lost=on_lost)
+        self.assertIsNone(lease.loss_reason)
         self.assertTrue(done.wait(10), "on_lost was not called")
         time.sleep(0.3)
         self.assertEqual(calls, [(lease.token, LossReason.TTL_EXPIRED)])
@@ -129,6 +130,7 @@ class ClientTest(fk_harness.ClusterTestCase):
         # The callback runs on the client's I/O thread: calls that need the sidecar refuse.
         self.assertEqual(from_callback, [fencekeeper.WrongThread])
         self.assertTrue(lease.lost)
+        self.assertEqual(lease.loss_reason, LossReason.TTL_EXPIRED)
         self.assertEqual(lease.valid_for, 0.0)
         with self.assertRaises(fencekeeper.Expired) as caught:
             lease.renew()
@@ -212,9 +214,12 @@ class ClientTest(fk_harness.ClusterTestCase):
         finally:
             del os.environ["FENCEKEEPER_SOCKET"]
         lease = client.acquire("py/close", owner="py-close")
+        self.assertTrue(client.connected)
         client.close()
         client.close()
         self.assertTrue(client.closed)
+        self.assertFalse(client.connected)
+        self.assertIsNone(lease.loss_reason)  # released by its owner, not lost
         self.assertEqual(lease.valid_for, 0.0)
         with self.assertRaises(fencekeeper.SidecarUnavailable):
             lease.renew()

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,8 @@ class Lease {
   // released, or past. No round trip.
   Millis validFor() const;
   bool lost() const;
+  // Why it was lost, once lost() is true; nullopt before (and for a lease released by its owner).
+  std::optional<LossReason> lossReason() const;
 
   // Asks the sidecar: the token and how long it stays valid.
   Status check(Millis* validFor = nullptr);

@@ -71,6 +71,8 @@ _PROTOTYPES = {
     "fk_lease_token": (ctypes.c_uint64, [_P]),
     "fk_lease_valid_for_ms": (ctypes.c_int64, [_P]),
     "fk_lease_lost": (ctypes.c_int, [_P]),
+    "fk_lease_loss_reason": (ctypes.c_int, [_P]),
+    "fk_client_connected": (ctypes.c_int, [_P]),
     "fk_client_uses_lease_table": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "fk_lease_table_shows_valid": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_uint64,
                                                   ctypes.POINTER(ctypes.c_int), _ERR]),

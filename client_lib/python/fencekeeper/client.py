@@ -131,6 +131,12 @@ class Lease:
         """True once the lease was lost (not when released)."""
         return bool(self._lib.fk_lease_lost(self._handle))
 
+    @property
+    def loss_reason(self) -> Optional[LossReason]:
+        """Why the lease was lost, once :attr:`lost`; None before (and once released)."""
+        reason = self._lib.fk_lease_loss_reason(self._handle)
+        return None if reason < 0 else _loss_reason(reason)
+
     def check(self) -> float:
         """Asks the sidecar whether the lease still holds; returns how many seconds it stays
         valid. Raises :class:`~fencekeeper.Lost`, ``Expired`` or ``NotHeld`` otherwise."""
@@ -329,6 +335,15 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def connected(self) -> bool:
+        """False once the connection to the sidecar dropped (every lease of it is then lost, with
+        ``LossReason.CONNECTION_LOST``) or the client was closed."""
+        with self._mutex:
+            if self._closed:
+                return False
+            return bool(self._lib.fk_client_connected(self._handle))
 
     def close(self) -> None:
         """Closes the connection; the leases still held through it are released (without
