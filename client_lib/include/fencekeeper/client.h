@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+// What the installed C++ library (libfencekeeper++.so) exports: everything declared here; the rest
+// of it (KJ, Cap'n Proto, the internals) is built hidden.
+#pragma GCC visibility push(default)
+
 namespace fencekeeper {
 
 // Mirrors the schema's Error enum, plus the client's own kSidecarUnavailable and kWrongThread.
@@ -285,3 +289,5 @@ class Client {
 std::string defaultSocketPath();
 
 }  // namespace fencekeeper
+
+#pragma GCC visibility pop

@@ -5,6 +5,10 @@
 
 #include "fencekeeper/client.h"
 
+// What the installed C++ library (libfencekeeper++.so) exports: everything declared here; the rest
+// of it (KJ, Cap'n Proto, the internals) is built hidden.
+#pragma GCC visibility push(default)
+
 namespace fencekeeper {
 
 // One answer of the status socket.
@@ -28,3 +32,5 @@ Status getFromStatusSocket(const std::string& socketPath, const std::string& tar
 std::string defaultStatusSocketPath(const std::string& leaseSocket);
 
 }  // namespace fencekeeper
+
+#pragma GCC visibility pop

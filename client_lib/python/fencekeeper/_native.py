@@ -1,7 +1,7 @@
 """Finds libfencekeeper.so and declares its C ABI (client_lib/include/fencekeeper.h) for ctypes.
 
 The library is looked for in order: $FENCEKEEPER_LIB (a path, used alone when set), next to
-this package, the build tree ($FK_BUILD_DIR or <repo>/build, when running from the source tree),
+this package, in a directory above it (the prefix's lib/ of a `cmake --install`), the build tree ($FK_BUILD_DIR or <repo>/build, when running from the source tree),
 then the system loader. It is loaded on first use, so importing the package never fails.
 """
 from __future__ import annotations
@@ -102,6 +102,10 @@ def _candidates() -> Iterator[str]:
         return
     here = Path(__file__).resolve().parent
     yield str(here / LIB_FILE)
+    # Installed under a prefix (PREFIX/lib/python3/dist-packages/fencekeeper): PREFIX/lib.
+    for parent in here.parents:
+        if (parent / LIB_FILE).exists():
+            yield str(parent / LIB_FILE)
     repo = here.parent.parent.parent  # from <repo>/client_lib/python/fencekeeper
     builds = [os.environ.get("FK_BUILD_DIR"), str(repo / "build")]
     for build in filter(None, builds):
