@@ -72,6 +72,9 @@ Status refuseNul(const std::string& text, ErrorCode code, const char* what) {
   return error(code, std::string(errorCodeName(code)) + ": the " + what + " holds a NUL byte");
 }
 
+// Now on the lease table's clock (CLOCK_BOOTTIME, in ns).
+uint64_t bootNowNs() { return static_cast<uint64_t>(Clock::now().time_since_epoch().count()); }
+
 Millis clampNonNegative(Clock::duration d) {
   auto ms = std::chrono::duration_cast<Millis>(d);
   return ms.count() < 0 ? Millis(0) : ms;
@@ -456,9 +459,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
                 state->setValidity(askedAt, r.getValidMs());
                 return Status{};
               },
-              [](kj::Exception&& e) {
-                return transportFailure(e);
-              });
+              [](kj::Exception&& e) { return transportFailure(e); });
         }
         return refresh.then(
             [this, key, state, deadline, granted](Status status) -> kj::Promise<Status> {
@@ -481,9 +482,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
               return queueFor(state->name, state->options, key, deadline, granted);
             });
       },
-      [](kj::Exception&& e) -> kj::Promise<Status> {
-        return transportFailure(e);
-      });
+      [](kj::Exception&& e) -> kj::Promise<Status> { return transportFailure(e); });
 }
 
 kj::Promise<void> ClientImpl::openLeaseTable(std::optional<uid_t> serverUid) {
@@ -563,17 +562,15 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
     // No renew may race the release: its "not held" would read as a loss.
     it->second.keepAlive = nullptr;
-    return withDeadline(
-        it->second.cap.releaseRequest().send().then(
-            [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
-              leases_.erase(key);
-              if (confirmed) *confirmed = r.getConfirmed();
-              return r.getError() == ipc::Error::OK ? Status{} : failure(r);
-            },
-            [](kj::Exception&& e) {
-              return transportFailure(e);
-            }),
-        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return withDeadline(it->second.cap.releaseRequest().send().then(
+                            [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
+                              leases_.erase(key);
+                              if (confirmed) *confirmed = r.getConfirmed();
+                              return r.getError() == ipc::Error::OK ? Status{} : failure(r);
+                            },
+                            [](kj::Exception&& e) { return transportFailure(e); }),
+                        kCallSlack,
+                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
   if (status.ok()) state.markReleased();
   return status;
@@ -602,9 +599,7 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
               s->setValidity(sentAt, r.getValidMs());
               return Status{};
             },
-            [](kj::Exception&& e) {
-              return transportFailure(e);
-            }),
+            [](kj::Exception&& e) { return transportFailure(e); }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
@@ -626,9 +621,7 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
                 *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
               return Status{};
             },
-            [](kj::Exception&& e) {
-              return transportFailure(e);
-            }),
+            [](kj::Exception&& e) { return transportFailure(e); }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
@@ -685,26 +678,22 @@ Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
                                 info.getForeign(),     info.getForeignNode()};
               return Status{};
             },
-            [](kj::Exception&& e) {
-              return transportFailure(e);
-            }),
+            [](kj::Exception&& e) { return transportFailure(e); }),
         kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
 
 Status ClientImpl::status(const std::function<void(ipc::Status::Reader)>& read) {
   return call([&]() -> kj::Promise<Status> {
-    return withDeadline(
-        KJ_ASSERT_NONNULL(sidecar_).statusRequest().send().then(
-            [&read](capnp::Response<ipc::Sidecar::StatusResults> r) {
-              if (r.getError() != ipc::Error::OK) return failure(r);
-              read(r.getStatus());
-              return Status{};
-            },
-            [](kj::Exception&& e) {
-              return transportFailure(e);
-            }),
-        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return withDeadline(KJ_ASSERT_NONNULL(sidecar_).statusRequest().send().then(
+                            [&read](capnp::Response<ipc::Sidecar::StatusResults> r) {
+                              if (r.getError() != ipc::Error::OK) return failure(r);
+                              read(r.getStatus());
+                              return Status{};
+                            },
+                            [](kj::Exception&& e) { return transportFailure(e); }),
+                        kCallSlack,
+                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
   });
 }
 
@@ -723,9 +712,8 @@ uint64_t Lease::token() const { return state_->token.load(); }
 Millis Lease::validFor() const {
   if (state_->ended.load(std::memory_order_acquire)) return Millis(0);
   if (state_->table) {  // what the sidecar decided, as of now: no message needed
-    uint64_t now = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
     return std::chrono::duration_cast<Millis>(std::chrono::nanoseconds(state_->table->validForNs(
-        state_->tableSlot, state_->tableGeneration, state_->token.load(), now)));
+        state_->tableSlot, state_->tableGeneration, state_->token.load(), bootNowNs())));
   }
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (state_->lost || state_->released) return Millis(0);
@@ -809,8 +797,7 @@ Status Client::tableShowsValid(const std::string& name, uint64_t token, bool* va
   return impl_->withLeaseTable(
       [&](const internal::LeaseTableReader* table, const std::string& problem) {
         if (!table) return error(ErrorCode::kNotHeld, "no lease table to read: " + problem);
-        uint64_t now = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-        *valid = table->anyValid(name, token, now);
+        *valid = table->anyValid(name, token, bootNowNs());
         return Status{};
       });
 }

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sidecar/common/socket_path.h"
+
 namespace fencekeeper::internal {
 
 namespace lt = lease_table;
@@ -20,12 +22,6 @@ struct LeaseTableReader::Mapping {
 };
 
 namespace {
-
-std::string octal(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
 
 bool fail(std::string* why, const std::string& path, const std::string& reason) {
   if (why) *why = "lease table " + path + ": " + reason;
@@ -43,7 +39,7 @@ bool checkFile(int fd, const std::string& path, uid_t ownerUid, struct stat* st,
   }
   if ((st->st_mode & 022) != 0) {
     return fail(why, path,
-                "mode " + octal(st->st_mode) + ": writable by others, who could forge it");
+                "mode " + modeText(st->st_mode) + ": writable by others, who could forge it");
   }
   if (static_cast<uint64_t>(st->st_size) < lt::kHeaderBytes) {
     return fail(why, path, std::to_string(st->st_size) + " bytes: shorter than its header");

@@ -26,14 +26,12 @@ std::string uidText(uid_t uid) { return "uid " + std::to_string(uid); }
 }  // namespace
 
 Status checkServer(int fd, const std::string& path, std::optional<uid_t> expectUid) {
-  ucred peer{};
-  socklen_t len = sizeof peer;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0) {
+  std::optional<uid_t> uid = peerUid(fd);
+  if (!uid)
     return refuse(path, std::string("cannot read its credentials: ") + std::strerror(errno));
-  }
   if (expectUid) {
-    if (peer.uid == *expectUid) return Status{};
-    return refuse(path, "it runs as " + uidText(peer.uid) + ", expected " + uidText(*expectUid));
+    if (*uid == *expectUid) return Status{};
+    return refuse(path, "it runs as " + uidText(*uid) + ", expected " + uidText(*expectUid));
   }
   struct stat sock {
   }, dir{}, parent{};
@@ -42,25 +40,25 @@ Status checkServer(int fd, const std::string& path, std::optional<uid_t> expectU
   if (stat(path.c_str(), &sock) != 0 || stat(dirPath.c_str(), &dir) != 0) {
     return refuse(path, std::string("cannot stat it: ") + std::strerror(errno));
   }
-  if (peer.uid != sock.st_uid) {
-    return refuse(path, "it runs as " + uidText(peer.uid) + ", but the socket belongs to " +
+  if (*uid != sock.st_uid) {
+    return refuse(path, "it runs as " + uidText(*uid) + ", but the socket belongs to " +
                             uidText(sock.st_uid));
   }
   if ((dir.st_uid != sock.st_uid && dir.st_uid != 0) || writableByOthers(dir.st_mode)) {
     return refuse(path, "its directory " + dirPath.string() + " (" + uidText(dir.st_uid) +
                             ", mode " + modeText(dir.st_mode) + ") lets others than the server's " +
-                            uidText(peer.uid) + " replace the socket");
+                            uidText(*uid) + " replace the socket");
   }
   // In a directory anyone can write (an emptyDir, /tmp), anyone can make the socket's directory:
   // its owner proves nothing, so only root and this process's own uid are trusted without asking.
   auto grand = dirPath.parent_path();
   bool shared =
       stat(grand.empty() ? "." : grand.c_str(), &parent) == 0 && writableByOthers(parent.st_mode);
-  if (shared && peer.uid != 0 && peer.uid != geteuid()) {
+  if (shared && *uid != 0 && *uid != geteuid()) {
     std::string expected = geteuid() == 0 ? "uid 0" : "uid 0 or " + uidText(geteuid());
-    return refuse(path, "it runs as " + uidText(peer.uid) + " in " + grand.string() +
+    return refuse(path, "it runs as " + uidText(*uid) + " in " + grand.string() +
                             ", which others can write, expected " + expected + "; if " +
-                            uidText(peer.uid) +
+                            uidText(*uid) +
                             " is the sidecar's, expect it (--expect-uid, expect_uid, "
                             "FENCEKEEPER_EXPECT_UID)");
   }

@@ -364,19 +364,23 @@ int fk_scenario_keep_alive_toggle(const char* socket) {
   return 0;
 }
 
+/* A blocking acquire of `name` on another thread: its code, lease and error are kept. */
 typedef struct waiter {
   fk_client* client;
+  const char* name;
+  uint32_t wait_ms;
   fk_lease* lease;
   int code;
+  fk_error err;
 } waiter;
 
 static void* wait_for_lock(void* arg) {
   waiter* w = (waiter*)arg;
   fk_acquire_options options;
   fk_acquire_options_init(&options);
-  options.wait_ms = 10000;
+  options.wait_ms = w->wait_ms;
   options.owner_label = "c-waiter";
-  w->code = fk_acquire(w->client, "c-abi/holder", &options, &w->lease, NULL);
+  w->code = fk_acquire(w->client, w->name, &options, &w->lease, &w->err);
   return NULL;
 }
 
@@ -392,6 +396,8 @@ int fk_scenario_holder(const char* socket) {
 
   CHECK_CODE(FK_OK, fk_connect(socket, &c1, &err));
   memset(&w, 0, sizeof(w));
+  w.name = "c-abi/holder";
+  w.wait_ms = 10000;
   CHECK_CODE(FK_OK, fk_connect(socket, &w.client, &err));
   info.size = sizeof(info);
   CHECK_CODE(FK_OK, fk_holder(c1, "c-abi/holder", &info, &err));
@@ -547,47 +553,32 @@ int fk_scenario_free_in_callback(const char* socket, void (*kill_sidecar)(void* 
   return 0;
 }
 
-typedef struct {
-  fk_client* client;
-  int code;
-  fk_error err;
-} waiting_acquire;
-
-static void* acquire_waiting(void* arg) {
-  waiting_acquire* w = (waiting_acquire*)arg;
-  fk_acquire_options options;
-  fk_lease* lease = NULL;
-  fk_acquire_options_init(&options);
-  options.wait_ms = 20000;
-  w->code = fk_acquire(w->client, "c-abi/drop", &options, &lease, &w->err);
-  if (lease) fk_lease_free(lease);
-  return NULL;
-}
-
 int fk_scenario_connection_drop(const char* socket, void (*kill_sidecar)(void* ctx), void* ctx) {
   fk_error err;
   fk_client* client = NULL;
   fk_lease* lease = NULL;
   fk_holder_info info;
-  waiting_acquire waiter;
+  waiter w;
   pthread_t thread;
 
   CHECK_CODE(FK_OK, fk_connect(socket, &client, &err));
   CHECK(fk_client_connected(client) == 1 && fk_client_connected(NULL) == 0);
   CHECK_CODE(FK_OK, fk_acquire(client, "c-abi/drop", NULL, &lease, &err));
   CHECK(fk_lease_loss_reason(lease) == -1 && fk_lease_loss_reason(NULL) == -1);
-  memset(&waiter, 0, sizeof waiter);
-  waiter.client = client;
-  CHECK(pthread_create(&thread, NULL, acquire_waiting, &waiter) == 0);
+  memset(&w, 0, sizeof w);
+  w.client = client;
+  w.name = "c-abi/drop";
+  w.wait_ms = 20000;
+  CHECK(pthread_create(&thread, NULL, wait_for_lock, &w) == 0);
   memset(&info, 0, sizeof info);
   info.size = sizeof info;
   CHECK_SOON(fk_holder(client, "c-abi/drop", &info, &err) == FK_OK && info.waiters == 1, 10000);
 
   kill_sidecar(ctx);
   pthread_join(thread, NULL);
-  CHECK(waiter.code == FK_ERR_SIDECAR_UNAVAILABLE);
-  CHECK(strstr(waiter.err.message, "closed the connection") != NULL);
-  CHECK(strstr(waiter.err.message, "Peer disconnected") == NULL);
+  CHECK(w.code == FK_ERR_SIDECAR_UNAVAILABLE && w.lease == NULL);
+  CHECK(strstr(w.err.message, "closed the connection") != NULL);
+  CHECK(strstr(w.err.message, "Peer disconnected") == NULL);
   CHECK_SOON(fk_client_connected(client) == 0, 10000);
   CHECK_SOON(fk_lease_lost(lease) == 1, 10000);
   CHECK(fk_lease_loss_reason(lease) == FK_LOSS_CONNECTION_LOST);
