@@ -36,41 +36,21 @@ Millis until(Clock::time_point t) {
   return d.count() < 0 ? Millis(0) : d;
 }
 
-// Acquires, then confirms the grant with a renew, which proves the lease is still held and dates
-// its validity from now: a grant that came in while fencectl (or its host) was stopped may be
-// lost, or have no validity left, by the time fencectl runs again.
-std::unique_ptr<Lease> acquireConfirmed(Client& client, const std::string& name,
-                                        const AcquireOptions& options, Status* status) {
-  auto lease = client.acquire(name, options, status);
-  if (!lease) return nullptr;
-  *status = lease->renew();
-  return status->ok() ? std::move(lease) : nullptr;
-}
-
 // True for a lock that was granted but lost before CMD could start: not a grant, queue again.
 bool lostBeforeStart(const Status& s) {
   return s.code == ErrorCode::kExpired || s.code == ErrorCode::kLost ||
          s.code == ErrorCode::kNotHeld;
 }
 
-// Queues on a helper thread, so that a signal while waiting is answered at once: fencectl exits
-// 128+N, no CMD runs, and closing the connection withdraws the request.
+// Queues without blocking, so that a signal while waiting is answered at once: fencectl exits
+// 128+N, no CMD runs, and closing the connection withdraws the request. Then confirms the grant
+// with a renew, which proves the lease is still held and dates its validity from now: a grant
+// that came in while fencectl (or its host) was stopped may be lost, or have no validity left.
 std::unique_ptr<Lease> waitForLease(Client& client, const std::string& name,
                                     const AcquireOptions& options, int sigFd, Status* status) {
-  std::unique_ptr<Lease> lease;
-  int acquired[2];
-  if (pipe2(acquired, O_CLOEXEC) != 0) {
-    *status = Status{ErrorCode::kInternal, std::strerror(errno)};
-    return nullptr;
-  }
-  std::thread queue([&] {
-    lease = acquireConfirmed(client, name, options, status);
-    char c = 1;
-    ssize_t n = write(acquired[1], &c, 1);
-    (void)n;
-  });
+  auto request = client.acquireAsync(name, options);
   while (true) {
-    pollfd fds[2] = {{sigFd, POLLIN, 0}, {acquired[0], POLLIN, 0}};
+    pollfd fds[2] = {{sigFd, POLLIN, 0}, {request->fd(), POLLIN, 0}};
     poll(fds, 2, -1);
     if (fds[1].revents & POLLIN) break;
     signalfd_siginfo info{};
@@ -78,13 +58,13 @@ std::unique_ptr<Lease> waitForLease(Client& client, const std::string& name,
       std::fprintf(stderr, "fencectl: signal %u while waiting for %s; giving up\n", info.ssi_signo,
                    name.c_str());
       std::fflush(stderr);
-      _exit(kExitSignalBase + static_cast<int>(info.ssi_signo));  // the thread still waits
+      _exit(kExitSignalBase + static_cast<int>(info.ssi_signo));
     }
   }
-  queue.join();
-  close(acquired[0]);
-  close(acquired[1]);
-  return lease;
+  auto lease = request->wait(Millis(0), status);
+  if (!lease) return nullptr;
+  *status = lease->renew();
+  return status->ok() ? std::move(lease) : nullptr;
 }
 
 // Releases, waiting at most `bound` for the answer. False when none came: the call still runs

@@ -39,6 +39,9 @@
  *     and fk_status_info are caller-allocated structs that the library fills in (fixed-size,
  *     NUL-terminated text). The text fk_status_json() returns is the caller's, freed with
  *     fk_free().
+ *   - fk_request: created by fk_acquire_start(), freed by fk_request_free() (NULL is a no-op),
+ *     which cancels it if not done and releases a grant no fk_request_wait() took. It may
+ *     outlive its client (it then ends with FK_ERR_SIDECAR_UNAVAILABLE).
  *   - `user_data` is the caller's: the library only passes it to on_lost. It must stay valid
  *     until fk_lease_free() returns (or fk_acquire() failed).
  */
@@ -73,7 +76,9 @@ typedef enum fk_error_code {
   FK_ERR_INTERNAL = 10,        /* a bug: report it */
   FK_ERR_PERMISSION_DENIED = 11, /* this peer is not allowed, or ZooKeeper refused an ACL */
   FK_ERR_SIDECAR_UNAVAILABLE = 100, /* cannot connect, the connection dropped, client closed */
-  FK_ERR_WRONG_THREAD = 101         /* called from a loss callback, on the client's I/O thread */
+  FK_ERR_WRONG_THREAD = 101,        /* called from a loss callback, on the client's I/O thread */
+  FK_ERR_CANCELLED = 102,           /* fk_request_cancel() withdrew the acquire */
+  FK_ERR_IN_PROGRESS = 103          /* fk_request_wait(): the acquire is not done yet */
 } fk_error_code;
 
 /* Why a lease was lost (the `reason` of on_lost). */
@@ -97,6 +102,7 @@ typedef struct fk_error {
 
 typedef struct fk_client fk_client;
 typedef struct fk_lease fk_lease;
+typedef struct fk_request fk_request;
 
 /* Called once, on the client's I/O thread, when a lease is lost (never after its owner released
  * or freed it). `reason` is an fk_loss_reason. */
@@ -199,6 +205,38 @@ FK_EXPORT void fk_acquire_options_init(fk_acquire_options* options);
 FK_EXPORT int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,
                          fk_lease** out, fk_error* err);
 
+/* fk_acquire() without blocking, for a caller that must be able to give up: starts the acquire
+ * and returns at once with `*out` set (FK_OK), or fails as fk_acquire() would before sending
+ * anything (`*out` NULL). Then wait with fk_request_wait(), or poll fk_request_fd(), and cancel
+ * with fk_request_cancel() from any thread or a signal handler. A request refused by the client
+ * itself (called from a loss callback, the connection dropped) is returned done: its
+ * fk_request_wait() says why. */
+FK_EXPORT int fk_acquire_start(fk_client* client, const char* name,
+                               const fk_acquire_options* options, fk_request** out, fk_error* err);
+
+/* Withdraws the acquire: the sidecar deletes its queue node (gone from ZooKeeper within
+ * milliseconds), and fk_request_wait() answers FK_ERR_CANCELLED. A grant that crossed the cancel
+ * is released, never returned. Async-signal-safe (an atomic store and a write(2)): callable
+ * from a signal handler or any thread, any number of times; no effect once the request is done
+ * or for NULL. Do not call it concurrently with fk_request_free() of the same request. */
+FK_EXPORT void fk_request_cancel(fk_request* request);
+
+/* A file descriptor that becomes readable (POLLIN) once the request is done, and stays so: for
+ * poll(2), epoll or an event loop. Never read or close it. -1 for NULL. */
+FK_EXPORT int fk_request_fd(const fk_request* request);
+
+/* Waits up to timeout_ms (negative: no limit) for the request to be done. Done: FK_OK with
+ * `*out` the lease (to the first fk_request_wait() only; later ones return FK_ERR_NOT_HELD), or
+ * the acquire's error (FK_ERR_CANCELLED after a cancel, FK_ERR_TIMED_OUT when wait_ms ran out,
+ * ...). Not done in time: FK_ERR_IN_PROGRESS. `*out` is NULL unless FK_OK. A signal does not
+ * end the wait early: wait in slices, or cancel from the handler (the wait then ends). */
+FK_EXPORT int fk_request_wait(fk_request* request, int64_t timeout_ms, fk_lease** out,
+                              fk_error* err);
+
+/* Cancels the request if it is not done, releases a grant no fk_request_wait() took, and frees
+ * the handle. Does not block on the sidecar. */
+FK_EXPORT void fk_request_free(fk_request* request);
+
 /* The lock's name; valid until fk_lease_free(). */
 FK_EXPORT const char* fk_lease_name(const fk_lease* lease);
 
@@ -245,7 +283,10 @@ FK_EXPORT void fk_lease_check_in(fk_lease* lease);
 /* Starts (on != 0) or stops keep-alive for this lease. */
 FK_EXPORT int fk_lease_set_keep_alive(fk_lease* lease, int on, fk_error* err);
 
-/* Releases the lease: the next in line gets the lock. The handle stays to be freed. */
+/* Releases the lease: the next in line gets the lock. The handle stays to be freed. Releasing a
+ * lease that was lost meanwhile is harmless: it answers FK_ERR_LOST or FK_ERR_EXPIRED (news for
+ * the caller that its work was not covered to the end), FK_ERR_NOT_HELD if released already, and
+ * changes nothing at the sidecar; cleanup code may ignore those codes. */
 FK_EXPORT int fk_lease_release(fk_lease* lease, fk_error* err);
 
 /* Releases the lease if still held, and frees the handle. */

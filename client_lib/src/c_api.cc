@@ -19,6 +19,10 @@ struct fk_lease {
   std::unique_ptr<fencekeeper::Lease> lease;
 };
 
+struct fk_request {
+  std::unique_ptr<fencekeeper::AcquireRequest> request;
+};
+
 namespace {
 
 using fencekeeper::ErrorCode;
@@ -40,6 +44,8 @@ static_assert(FK_ERR_INTERNAL == static_cast<int>(ErrorCode::kInternal));
 static_assert(FK_ERR_PERMISSION_DENIED == static_cast<int>(ErrorCode::kPermissionDenied));
 static_assert(FK_ERR_SIDECAR_UNAVAILABLE == static_cast<int>(ErrorCode::kSidecarUnavailable));
 static_assert(FK_ERR_WRONG_THREAD == static_cast<int>(ErrorCode::kWrongThread));
+static_assert(FK_ERR_CANCELLED == static_cast<int>(ErrorCode::kCancelled));
+static_assert(FK_ERR_IN_PROGRESS == static_cast<int>(ErrorCode::kInProgress));
 static_assert(FK_LOSS_TTL_EXPIRED == static_cast<int>(LossReason::kTtlExpired));
 static_assert(FK_LOSS_SESSION_LOST == static_cast<int>(LossReason::kSessionLost));
 static_assert(FK_LOSS_SESSION_UNCERTAIN == static_cast<int>(LossReason::kSessionUncertain));
@@ -162,6 +168,18 @@ void fk_acquire_options_init(fk_acquire_options* options) {
 
 int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,
                fk_lease** out, fk_error* err) {
+  if (out) *out = nullptr;
+  if (!out) return report(err, FK_ERR_INVALID_ARGUMENT, "client, name and out must not be NULL");
+  fk_request* request = nullptr;
+  int code = fk_acquire_start(client, name, options, &request, err);
+  if (code != FK_OK) return code;
+  code = fk_request_wait(request, -1, out, err);
+  fk_request_free(request);
+  return code;
+}
+
+int fk_acquire_start(fk_client* client, const char* name, const fk_acquire_options* options,
+                     fk_request** out, fk_error* err) {
   return guarded(err, [&] {
     if (out) *out = nullptr;
     if (!client || !name || !out) {
@@ -185,11 +203,35 @@ int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* op
         inLossCallback = false;
       };
     }
+    *out = new fk_request{client->client->acquireAsync(name, cpp)};
+    return report(err, FK_OK);
+  });
+}
+
+void fk_request_cancel(fk_request* request) {
+  if (request) request->request->cancel();  // noexcept, async-signal-safe
+}
+
+int fk_request_fd(const fk_request* request) { return request ? request->request->fd() : -1; }
+
+int fk_request_wait(fk_request* request, int64_t timeout_ms, fk_lease** out, fk_error* err) {
+  return guarded(err, [&] {
+    if (out) *out = nullptr;
+    if (!request || !out) {
+      return report(err, FK_ERR_INVALID_ARGUMENT, "request and out must not be NULL");
+    }
     Status status;
-    auto lease = client->client->acquire(name, cpp, &status);
+    auto lease = request->request->wait(Millis(timeout_ms < 0 ? -1 : timeout_ms), &status);
     if (!lease) return report(err, status);
     *out = new fk_lease{std::move(lease)};
     return report(err, FK_OK);
+  });
+}
+
+void fk_request_free(fk_request* request) {
+  guarded(nullptr, [&] {
+    delete request;
+    return FK_OK;
   });
 }
 

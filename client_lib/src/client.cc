@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "boot_clock.h"
+#include "client_lib/src/acquire_request.h"
 #include "client_lib/src/client_internal.h"
 #include "client_lib/src/lease_table_reader.h"
 #include "client_lib/src/server_check.h"
@@ -235,8 +236,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
     }
   }
 
-  std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
-                                 Status* statusOut);
+  // Runs an acquire for `request` on the I/O thread and finishes it there (at once if refused).
+  void startAcquire(std::shared_ptr<AcquireRequestState> request, const std::string& name,
+                    const AcquireOptions& options);
   Status release(LeaseState& state, bool* confirmed = nullptr);
   Status renew(LeaseState& state, Millis ttl);
   Status check(LeaseState& state, Millis* validFor);
@@ -264,6 +266,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
                                Clock::time_point deadline,
                                std::shared_ptr<std::shared_ptr<LeaseState>> granted);
   kj::Promise<void> keepAliveLoop(uint64_t key);
+  // Resolves to kCancelled once `request` is cancelled.
+  kj::Promise<Status> whenCancelled(std::shared_ptr<AcquireRequestState> request);
   // Asks the sidecar where its lease table is and maps it (table_, or tableProblem_ says why not).
   kj::Promise<void> openLeaseTable(std::optional<uid_t> serverUid);
   template <typename T>
@@ -295,6 +299,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   CallErrors callErrors_;
   std::unique_ptr<kj::TaskSet> calls_;
   kj::Timer* timer_ = nullptr;
+  kj::UnixEventPort* eventPort_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> stop_;
   kj::Maybe<ipc::Sidecar::Client> sidecar_;
   std::map<uint64_t, IoLease> leases_;
@@ -312,6 +317,7 @@ void ClientImpl::run(std::promise<Status>& ready) {
   try {
     auto io = kj::setupAsyncIo();
     timer_ = &io.provider->getTimer();
+    eventPort_ = &io.unixEventPort;
     auto paf = kj::newPromiseAndFulfiller<void>();
     stop_ = kj::mv(paf.fulfiller);
     try {
@@ -393,30 +399,60 @@ kj::Promise<T> ClientImpl::withDeadline(kj::Promise<T> promise, Millis budget, T
       }));
 }
 
-std::unique_ptr<Lease> ClientImpl::acquire(const std::string& name, const AcquireOptions& options,
-                                           Status* statusOut) {
+void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request,
+                              const std::string& name, const AcquireOptions& options) {
   Status refused = refuseNul(name, ErrorCode::kInvalidName, "lock name");
   if (refused.ok())
     refused = refuseNul(options.ownerLabel, ErrorCode::kInvalidArgument, "owner label");
+  if (refused.ok() && onIoThread()) refused = error(ErrorCode::kWrongThread);
+  if (refused.ok() && !connected_)
+    refused = error(ErrorCode::kSidecarUnavailable, "not connected to the sidecar");
   if (!refused.ok()) {
-    if (statusOut) *statusOut = refused;
-    return nullptr;
+    request->finish(refused, nullptr);
+    return;
   }
-  auto granted = std::make_shared<std::shared_ptr<LeaseState>>();
   auto deadline = Clock::now() + options.wait;
-  Status status = call([&]() -> kj::Promise<Status> {
-    uint64_t key = nextKey_++;  // one for every turn: the timeout below must know which to let go
-    return queueFor(name, options, key, deadline, granted)
-        .exclusiveJoin(timer_->afterDelay((options.wait + kCallSlack).count() * kj::MILLISECONDS)
-                           .then([this, key]() {
-                             leases_.erase(key);  // granted too late for the caller: let go of it
-                             return error(ErrorCode::kSidecarUnavailable,
-                                          "the sidecar did not answer");
-                           }));
+  bool posted = post([this, request, name, options, deadline] {
+    uint64_t key = nextKey_++;  // one for every turn: an abandoned turn must know what to let go
+    auto granted = std::make_shared<std::shared_ptr<LeaseState>>();
+    kj::Promise<Status> outcome =
+        queueFor(name, options, key, deadline, granted)
+            .exclusiveJoin(
+                timer_->afterDelay((options.wait + kCallSlack).count() * kj::MILLISECONDS)
+                    .then([]() {
+                      return error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer");
+                    }))
+            .exclusiveJoin(whenCancelled(request));
+    calls_->add(outcome
+                    .then([this, key, request, granted](Status status) {
+                      if (!status.ok()) {
+                        // Abandoned (cancelled, no answer): a grant that crossed it goes too,
+                        // and dropping the call withdraws the queue node at the sidecar.
+                        leases_.erase(key);
+                        request->finish(std::move(status), nullptr);
+                        return;
+                      }
+                      request->finish(Status{}, std::unique_ptr<Lease>(new Lease(*granted)));
+                    })
+                    .attach(kj::defer([request] {  // the client closed under it
+                      request->finish(error(ErrorCode::kSidecarUnavailable, "the client is closed"),
+                                      nullptr);
+                    })));
   });
-  if (statusOut) *statusOut = status;
-  if (!status.ok()) return nullptr;
-  return std::unique_ptr<Lease>(new Lease(*granted));
+  if (!posted) request->finish(error(ErrorCode::kSidecarUnavailable, "the client is closed"), nullptr);
+}
+
+kj::Promise<Status> ClientImpl::whenCancelled(std::shared_ptr<AcquireRequestState> request) {
+  auto cancelled = [] {
+    return error(ErrorCode::kCancelled, "cancelled: the acquire was withdrawn before a grant");
+  };
+  if (request->cancelled.load()) return cancelled();
+  // An eventfd written before the observer exists is still reported: epoll reports a ready fd
+  // when it is added.
+  auto observer = kj::heap<kj::UnixEventPort::FdObserver>(
+      *eventPort_, request->cancelFd, kj::UnixEventPort::FdObserver::OBSERVE_READ);
+  auto readable = observer->whenBecomesReadable();
+  return readable.attach(kj::mv(observer), kj::mv(request)).then(cancelled);
 }
 
 kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireOptions& options,
@@ -805,7 +841,14 @@ Client::~Client() { impl_->stop(); }
 
 std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOptions& options,
                                        Status* status) {
-  return impl_->acquire(name, options, status);
+  return acquireAsync(name, options)->wait(Millis(-1), status);
+}
+
+std::unique_ptr<AcquireRequest> Client::acquireAsync(const std::string& name,
+                                                     const AcquireOptions& options) {
+  auto state = std::make_shared<AcquireRequestState>();
+  if (!state->finished) impl_->startAcquire(state, name, options);
+  return std::unique_ptr<AcquireRequest>(new AcquireRequest(std::move(state)));
 }
 Status Client::holder(const std::string& name, HolderInfo* out) { return impl_->holder(name, out); }
 Status Client::status(SidecarStatus* out) {
@@ -852,6 +895,10 @@ const char* errorCodeName(ErrorCode code) {
       return "sidecar unavailable";
     case ErrorCode::kWrongThread:
       return "called from the client's I/O thread";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kInProgress:
+      return "in progress";
   }
   return "unknown error";
 }

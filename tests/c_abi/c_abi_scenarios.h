@@ -28,6 +28,15 @@ int fk_scenario_connection_drop(const char* socket, void (*kill_sidecar)(void* c
 /* fk_connect_with(): expect_uid of this process's uid (the sidecar's) accepted, another refused;
  * options of an unknown size refused. */
 int fk_scenario_connect_options(const char* socket);
+/* fk_acquire_start() on a held lock, cancelled from another thread: the wait ends with
+ * FK_ERR_CANCELLED within 100 ms and the queue node is gone from ZooKeeper by then; the fd turns
+ * readable; FK_ERR_IN_PROGRESS before; a later grant is taken by the first wait only. */
+int fk_scenario_cancel_waiting_acquire(const char* socket);
+/* The same cancel from a signal handler, while the thread waits without a limit. */
+int fk_scenario_cancel_from_signal_handler(const char* socket);
+/* A grant no wait took is released when the request is freed, and one that crosses a cancel is
+ * either handed over or released: never left held by nobody. */
+int fk_scenario_untaken_grant_is_released(const char* socket);
 /* fk_status() and fk_status_json() (freed with fk_free()) with no lease and with one; sizes and
  * NULLs refused. */
 int fk_scenario_status(const char* socket);

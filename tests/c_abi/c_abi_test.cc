@@ -74,6 +74,18 @@ TEST_F(CAbiTest, ConnectOptionsExpectTheSidecarsUid) {
   EXPECT_EQ(fk_scenario_connect_options(socket().c_str()), 0);
 }
 
+TEST_F(CAbiTest, AWaitingAcquireIsCancelledWithin100Ms) {
+  EXPECT_EQ(fk_scenario_cancel_waiting_acquire(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, ASignalHandlerCancelsAWaitingAcquire) {
+  EXPECT_EQ(fk_scenario_cancel_from_signal_handler(socket().c_str()), 0);
+}
+
+TEST_F(CAbiTest, AGrantNobodyTookIsReleasedNeverOrphaned) {
+  EXPECT_EQ(fk_scenario_untaken_grant_is_released(socket().c_str()), 0);
+}
+
 TEST(CAbiAccessTest, ImpostorIsRefusedAndDetailIsInTheMessage) {
   char tmpl[] = "/tmp/fk-cabi-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

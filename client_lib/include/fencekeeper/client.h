@@ -40,6 +40,8 @@ enum class ErrorCode {
   kPermissionDenied = 11,
   kSidecarUnavailable = 100,  // cannot connect, or the connection dropped
   kWrongThread = 101,         // called from a loss callback, on the client's I/O thread
+  kCancelled = 102,           // the acquire was cancelled before a grant reached its caller
+  kInProgress = 103,          // AcquireRequest::wait: not done within the time given
 };
 const char* errorCodeName(ErrorCode code);
 
@@ -200,6 +202,7 @@ struct ConnectOptions {
 
 class ClientImpl;
 struct LeaseState;
+struct AcquireRequestState;
 
 // A granted lease. Destroying it releases the lease (RAII).
 class Lease {
@@ -239,6 +242,35 @@ class Lease {
   std::shared_ptr<LeaseState> state_;
 };
 
+// An acquire under way (Client::acquireAsync): wait for it, watch its fd, or cancel it. Destroying
+// it cancels it, and a grant it got that no wait() took is released: never orphaned.
+class AcquireRequest {
+ public:
+  ~AcquireRequest();
+  AcquireRequest(const AcquireRequest&) = delete;
+  AcquireRequest& operator=(const AcquireRequest&) = delete;
+
+  // Withdraws the request: the sidecar deletes its queue node, and wait() answers kCancelled.
+  // A grant that crossed the cancel is released instead of returned. Async-signal-safe (an
+  // atomic store and a write(2)): callable from any thread or a signal handler, any number of
+  // times; no effect once the request is done.
+  void cancel() noexcept;
+  // Readable (POLLIN) once the request is done, and from then on: for poll(2), epoll or an event
+  // loop. Never read or close it.
+  int fd() const;
+  bool done() const;
+  // Waits up to `timeout` (negative: no limit) for the request to be done. Done: the lease (to
+  // the first wait() only; later ones get kNotHeld), or nullptr and `*status` says why
+  // (kCancelled after cancel(), kTimedOut when AcquireOptions::wait ran out, ...). Not done in
+  // time: nullptr with kInProgress.
+  std::unique_ptr<Lease> wait(Millis timeout, Status* status = nullptr);
+
+ private:
+  friend class Client;
+  explicit AcquireRequest(std::shared_ptr<AcquireRequestState> state);
+  std::shared_ptr<AcquireRequestState> state_;  // shared with the I/O thread until done
+};
+
 class Client;
 namespace internal {
 int connectionFd(const Client& client);  // client_lib/src/client_internal.h
@@ -262,6 +294,11 @@ class Client {
   // again within what is left of options.wait.
   std::unique_ptr<Lease> acquire(const std::string& name, const AcquireOptions& options,
                                  Status* status = nullptr);
+  // acquire() without blocking: queues for `name` and returns at once (never nullptr). A request
+  // refused before anything is sent (a NUL byte, called from a loss callback, the connection
+  // dropped) is returned done, wait() saying why.
+  std::unique_ptr<AcquireRequest> acquireAsync(const std::string& name,
+                                               const AcquireOptions& options);
   Status holder(const std::string& name, HolderInfo* out);
   Status status(SidecarStatus* out);
   // The same answer as JSON: Cap'n Proto's JsonCodec encoding of the schema's Status (field names

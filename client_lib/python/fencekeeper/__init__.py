@@ -6,6 +6,8 @@
         with client.lock("reconcile", ttl=30) as lease:
             store.write(data, fence_token=lease.token)
 
+With asyncio, ``AsyncClient``: ``async with client.lock("reconcile", ttl=30) as lease:``.
+
 Loss is fatal to the work in hand: once a lease is lost, another process may hold the lock with
 a larger token; stop at once. Storage that checks tokens rejects what a stale holder sends.
 
@@ -13,16 +15,17 @@ Durations are seconds (int, float or timedelta). The package is pure Python over
 libfencekeeper.so (ctypes), found through $FENCEKEEPER_LIB, next to this package, the build
 tree, or the system loader.
 """
+from .aio import AsyncClient
 from .client import Client, HolderInfo, Lease, LostCallback, Seconds
-from .errors import (ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
+from .errors import (Cancelled, ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
                      InvalidName, LimitReached, LossReason, Lost, NotHeld, PermissionDenied,
                      ShuttingDown, SidecarUnavailable, TimedOut, WrongThread, ZkUnavailable)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Lease", "HolderInfo", "LostCallback", "Seconds", "ErrorCode", "LossReason",
+    "Client", "AsyncClient", "Lease", "HolderInfo", "LostCallback", "Seconds", "ErrorCode", "LossReason",
     "FencekeeperError", "InvalidName", "InvalidArgument", "TimedOut", "NotHeld", "Expired",
     "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError", "PermissionDenied",
-    "SidecarUnavailable", "WrongThread",
+    "SidecarUnavailable", "WrongThread", "Cancelled",
 ]

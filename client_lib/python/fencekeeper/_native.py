@@ -55,7 +55,7 @@ class HolderInfo(ctypes.Structure):
     ]
 
 
-_P = ctypes.c_void_p  # fk_client* and fk_lease*: opaque
+_P = ctypes.c_void_p  # fk_client*, fk_lease* and fk_request*: opaque
 _ERR = ctypes.POINTER(Error)
 
 _PROTOTYPES = {
@@ -67,6 +67,12 @@ _PROTOTYPES = {
     "fk_acquire_options_init": (None, [ctypes.POINTER(AcquireOptions)]),
     "fk_acquire": (ctypes.c_int,
                    [_P, ctypes.c_char_p, ctypes.POINTER(AcquireOptions), ctypes.POINTER(_P), _ERR]),
+    "fk_acquire_start": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(AcquireOptions),
+                                        ctypes.POINTER(_P), _ERR]),
+    "fk_request_cancel": (None, [_P]),
+    "fk_request_fd": (ctypes.c_int, [_P]),
+    "fk_request_wait": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.POINTER(_P), _ERR]),
+    "fk_request_free": (None, [_P]),
     "fk_lease_name": (ctypes.c_char_p, [_P]),
     "fk_lease_token": (ctypes.c_uint64, [_P]),
     "fk_lease_valid_for_ms": (ctypes.c_int64, [_P]),

@@ -1,6 +1,7 @@
 """Client and Lease over the C ABI (fencekeeper.h) of libfencekeeper.so."""
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import ctypes
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from . import _native
-from .errors import (ErrorCode, InvalidArgument, InvalidName, LossReason, NotHeld,
+from .errors import (ErrorCode, InternalError, InvalidArgument, InvalidName, LossReason, NotHeld,
                      SidecarUnavailable, error_for)
 
 #: A duration: seconds (int or float) or a timedelta.
@@ -23,6 +24,8 @@ Seconds = Union[float, int, datetime.timedelta]
 LostCallback = Callable[[int, LossReason], None]
 
 _UINT32_MAX = 0xFFFFFFFF
+# A blocking acquire waits in slices this long, so that Python runs a signal handler in time.
+_WAIT_SLICE_MS = 50
 
 
 def _millis(value: Seconds, what: str, allow_zero: bool) -> int:
@@ -100,6 +103,7 @@ class Lease:
 
     def __init__(self, client: Client, handle: ctypes.c_void_p, name: str,
                  callback: Optional[object]) -> None:
+        # `handle` may be shared with the acquire that got it: whichever frees it clears it.
         self._lib = client._lib
         self._client = client
         self._handle = handle
@@ -185,13 +189,65 @@ class Lease:
             # The block's own exception is the one to report.
 
     def __del__(self) -> None:
-        handle, self._handle = getattr(self, "_handle", None), None
-        if handle:
-            self._lib.fk_lease_free(handle)
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _free_lease(self._lib, handle)
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else "valid for %.3f s" % self.valid_for
         return "<fencekeeper.Lease %r token=%d %s>" % (self._name, self._token, state)
+
+
+def _free_lease(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> None:
+    """Frees (and so releases) the lease behind ``handle`` once, whoever shares the handle."""
+    value, handle.value = handle.value, None
+    if value:
+        lib.fk_lease_free(value)
+
+
+class _Request:
+    """An acquire under way (fk_acquire_start): waited for, then taken or abandoned, and freed.
+    A grant is held in ``_lease`` (shared with the Lease it becomes) until taken, so an exception
+    at any point leaves nothing held."""
+
+    def __init__(self, client: Client, handle: ctypes.c_void_p, name: str,
+                 callback: Optional[object]) -> None:
+        self._client = client
+        self._lib = client._lib
+        self._handle = handle
+        self._name = name
+        self._callback = callback
+        self._lease = ctypes.c_void_p()
+
+    @property
+    def fd(self) -> int:
+        return int(self._lib.fk_request_fd(self._handle))
+
+    def wait(self, timeout_ms: int) -> bool:
+        """True once granted (the lease is in hand), False while in progress; raises why it
+        failed otherwise."""
+        err = _native.Error()
+        code = self._lib.fk_request_wait(self._handle, timeout_ms, ctypes.byref(self._lease),
+                                         ctypes.byref(err))
+        if code == ErrorCode.IN_PROGRESS:
+            return False
+        _check(code, err)
+        return True
+
+    def take(self) -> Lease:
+        lease = Lease(self._client, self._lease, self._name, self._callback)
+        self._lease = ctypes.c_void_p()  # the Lease owns it now
+        return lease
+
+    def abandon(self) -> None:
+        """Withdraws the request and releases a grant it got but nobody took."""
+        self._lib.fk_request_cancel(self._handle)
+        _free_lease(self._lib, self._lease)
+
+    def free(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle:
+            self._lib.fk_request_free(handle)  # releases a grant no wait took
 
 
 class Client:
@@ -254,7 +310,57 @@ class Client:
             lease from it raises :class:`~fencekeeper.WrongThread`.
         :raises TimedOut: not granted within ``wait`` (``wait=0``: someone holds it).
         :raises InvalidName: the name is malformed.
+
+        An exception while it waits (Ctrl-C's ``KeyboardInterrupt`` lands within 100 ms)
+        withdraws the request, and a grant that crossed it is released: nothing stays held.
         """
+        request = self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
+                              on_lost)
+        try:
+            # Short slices, so that a signal (Ctrl-C) is handled within 100 ms: a C call that
+            # waits does not return to Python for the handler to run.
+            while not request.wait(_WAIT_SLICE_MS):
+                pass
+            return request.take()
+        except BaseException:
+            request.abandon()
+            raise
+        finally:
+            request.free()
+
+    async def acquire_async(self, name: str, ttl: Seconds = 30, wait: Seconds = 0,
+                            owner: Optional[str] = None, keep_alive: bool = True,
+                            renew_only_if_checked_in: bool = False,
+                            on_lost: Optional[LostCallback] = None) -> Lease:
+        """:meth:`acquire` for asyncio: the event loop watches the request instead of a thread
+        blocking on it. Cancelling the task (``asyncio.wait_for``, ``task.cancel()``) withdraws
+        the request; a grant that crossed the cancel is released, never left held."""
+        request = self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
+                              on_lost)
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def ready() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        fd = request.fd
+        loop.add_reader(fd, ready)
+        try:
+            await done
+            if not request.wait(0):
+                raise InternalError("the acquire's fd was readable before it was done")
+            return request.take()
+        except BaseException:
+            request.abandon()
+            raise
+        finally:
+            loop.remove_reader(fd)
+            request.free()
+
+    def _start(self, name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
+               keep_alive: bool, renew_only_if_checked_in: bool,
+               on_lost: Optional[LostCallback]) -> _Request:
         options = _native.AcquireOptions()
         self._lib.fk_acquire_options_init(ctypes.byref(options))
         options.ttl_ms = _millis(ttl, "ttl", allow_zero=False)
@@ -269,13 +375,13 @@ class Client:
                 on_lost(token, _loss_reason(reason))
             callback = _native.LostFn(trampoline)
             options.on_lost = callback
-        lease = ctypes.c_void_p()
+        handle = ctypes.c_void_p()
         err = _native.Error()
-        with self._in_call() as handle:
-            code = self._lib.fk_acquire(handle, encoded_name, ctypes.byref(options),
-                                        ctypes.byref(lease), ctypes.byref(err))
+        with self._in_call() as client:
+            code = self._lib.fk_acquire_start(client, encoded_name, ctypes.byref(options),
+                                              ctypes.byref(handle), ctypes.byref(err))
         _check(code, err)
-        return Lease(self, lease, name, callback)
+        return _Request(self, handle, name, callback)
 
     lock = acquire
 

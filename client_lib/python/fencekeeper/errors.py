@@ -6,7 +6,7 @@ from typing import Dict, Type, Union
 
 
 class ErrorCode(enum.IntEnum):
-    """Outcome of a call: the sidecar's schema (enum Error) plus the client's own 100 and 101."""
+    """Outcome of a call: the sidecar's schema (enum Error) plus the client's own (100 and up)."""
 
     OK = 0
     INVALID_NAME = 1
@@ -22,6 +22,8 @@ class ErrorCode(enum.IntEnum):
     PERMISSION_DENIED = 11
     SIDECAR_UNAVAILABLE = 100
     WRONG_THREAD = 101
+    CANCELLED = 102
+    IN_PROGRESS = 103
 
 
 class LossReason(enum.IntEnum):
@@ -127,11 +129,17 @@ class WrongThread(FencekeeperError):
     code = ErrorCode.WRONG_THREAD
 
 
+class Cancelled(FencekeeperError):
+    """The acquire was cancelled before a grant reached the caller (nothing is held)."""
+
+    code = ErrorCode.CANCELLED
+
+
 _BY_CODE: Dict[int, Type[FencekeeperError]] = {
     cls.code: cls
     for cls in (InvalidName, InvalidArgument, TimedOut, NotHeld, Expired, Lost, ZkUnavailable,
                 ShuttingDown, LimitReached, InternalError, PermissionDenied, SidecarUnavailable,
-                WrongThread)
+                WrongThread, Cancelled)
 }
 
 

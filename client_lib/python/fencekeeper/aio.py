@@ -1,0 +1,80 @@
+"""asyncio face of :class:`~fencekeeper.Client`: acquires wait on the event loop, not a thread.
+
+    async with fencekeeper.AsyncClient() as client:
+        async with client.lock("reconcile", ttl=30, wait=60) as lease:
+            await store.write(data, fence_token=lease.token)
+
+Cancelling the task that waits (``asyncio.wait_for``, ``task.cancel()``) withdraws the request
+at the sidecar; a grant that crossed the cancel is released, never left held. The lease's own
+calls (``check``, ``renew``, ``release``) are quick local round trips and stay synchronous.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Dict, Generator, Optional, Union
+
+from .client import Client, HolderInfo, Lease, LostCallback, Seconds
+
+
+class _AsyncLock:
+    """What :meth:`AsyncClient.lock` returns: ``async with`` it, or ``await`` it for the Lease."""
+
+    def __init__(self, client: Client, name: str, kwargs: Dict[str, Any]) -> None:
+        self._client = client
+        self._name = name
+        self._kwargs = kwargs
+        self._lease: Optional[Lease] = None
+
+    def __await__(self) -> Generator[Any, None, Lease]:
+        return self._client.acquire_async(self._name, **self._kwargs).__await__()
+
+    async def __aenter__(self) -> Lease:
+        self._lease = await self._client.acquire_async(self._name, **self._kwargs)
+        return self._lease
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.__exit__(exc_type, exc, tb)
+
+
+class AsyncClient:
+    """A :class:`~fencekeeper.Client` for asyncio code; same arguments. ``sync`` is the
+    underlying Client, for the calls without an async form."""
+
+    def __init__(self, socket: Union[str, os.PathLike, None] = None,
+                 expect_uid: Optional[int] = None) -> None:
+        self.sync = Client(socket, expect_uid=expect_uid)
+
+    def lock(self, name: str, ttl: Seconds = 30, wait: Seconds = 0, owner: Optional[str] = None,
+             keep_alive: bool = True, renew_only_if_checked_in: bool = False,
+             on_lost: Optional[LostCallback] = None) -> _AsyncLock:
+        """``async with client.lock(name, ...) as lease``: acquires on entry (arguments as in
+        :meth:`Client.acquire`), releases on exit."""
+        return _AsyncLock(self.sync, name, dict(
+            ttl=ttl, wait=wait, owner=owner, keep_alive=keep_alive,
+            renew_only_if_checked_in=renew_only_if_checked_in, on_lost=on_lost))
+
+    async def acquire(self, name: str, **kwargs: Any) -> Lease:
+        """:meth:`Client.acquire`, awaited."""
+        return await self.sync.acquire_async(name, **kwargs)
+
+    async def holder(self, name: str) -> HolderInfo:
+        return await asyncio.to_thread(self.sync.holder, name)
+
+    async def status(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.status)
+
+    @property
+    def connected(self) -> bool:
+        return self.sync.connected
+
+    def close(self) -> None:
+        self.sync.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        self.close()

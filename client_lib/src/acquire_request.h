@@ -1,0 +1,37 @@
+// What an AcquireRequest shares with the client's I/O thread: the outcome, and two eventfds (one
+// the caller's cancel writes and the I/O thread watches, one written once the request is done).
+// Internal to the client library.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "fencekeeper/client.h"
+
+namespace fencekeeper {
+
+struct AcquireRequestState {
+  AcquireRequestState();
+  ~AcquireRequestState();
+  AcquireRequestState(const AcquireRequestState&) = delete;
+  AcquireRequestState& operator=(const AcquireRequestState&) = delete;
+
+  // Async-signal-safe: an atomic store and a write(2).
+  void cancel() noexcept;
+  // Records the outcome once (later calls change nothing) and makes doneFd readable. A lease
+  // nobody takes is released when the last owner of this state lets go of it.
+  void finish(Status status, std::unique_ptr<Lease> lease);
+
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> finished{false};
+  const int cancelFd;  // -1 if eventfd() failed: the request is then finished at once
+  const int doneFd;
+
+  std::mutex mutex;
+  Status status;
+  std::unique_ptr<Lease> lease;
+  bool taken = false;
+};
+
+}  // namespace fencekeeper
