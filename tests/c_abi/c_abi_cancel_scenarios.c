@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "fencekeeper.h"
@@ -22,21 +23,17 @@ static int fd_readable(int fd) {
   return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
-/* Waiters queued on `name`, as the sidecar reads them from ZooKeeper; -1 on error. */
-static int waiters_on(fk_client* client, const char* name) {
+/* The lock's holder and queue, as the sidecar reads them from ZooKeeper (held -1 on error). */
+static fk_holder_info holder_of(fk_client* client, const char* name) {
   fk_holder_info info;
   fk_error err;
+  memset(&info, 0, sizeof(info));
   info.size = sizeof(info);
-  if (fk_holder(client, name, &info, &err) != FK_OK) return -1;
-  return (int)info.waiters;
-}
-
-static int held(fk_client* client, const char* name) {
-  fk_holder_info info;
-  fk_error err;
-  info.size = sizeof(info);
-  if (fk_holder(client, name, &info, &err) != FK_OK) return -1;
-  return info.held;
+  if (fk_holder(client, name, &info, &err) != FK_OK) {
+    info.held = -1;
+    info.waiters = UINT32_MAX;
+  }
+  return info;
 }
 
 static fk_request* start(fk_client* client, const char* name, uint32_t wait_ms, fk_error* err) {
@@ -84,7 +81,7 @@ int fk_scenario_cancel_waiting_acquire(const char* socket) {
   CHECK(fk_request_fd(request) >= 0 && !fd_readable(fk_request_fd(request)));
   CHECK_CODE(FK_ERR_IN_PROGRESS, fk_request_wait(request, 0, &got, &err));
   CHECK(got == NULL);
-  CHECK_SOON(waiters_on(holder_client, name) == 1, 10000);
+  CHECK_SOON(holder_of(holder_client, name).waiters == 1, 10000);
 
   /* Cancelled from another thread while this one waits without a limit. */
   c.request = request;
@@ -97,10 +94,10 @@ int fk_scenario_cancel_waiting_acquire(const char* socket) {
   CHECK(cancelled_after <= CANCEL_BOUND_MS);
   CHECK(fk_request_fd(request) >= 0 && fd_readable(fk_request_fd(request)));
   /* Its queue node is gone from ZooKeeper within the bound of the cancel. */
-  while (waiters_on(holder_client, name) != 0 && now_ms() < c.at_ms + CANCEL_BOUND_MS) {
+  while (holder_of(holder_client, name).waiters != 0 && now_ms() < c.at_ms + CANCEL_BOUND_MS) {
     sleep_ms(2);
   }
-  CHECK(waiters_on(holder_client, name) == 0);
+  CHECK(holder_of(holder_client, name).waiters == 0);
   /* Done is done: the answer stays, a second cancel changes nothing. */
   fk_request_cancel(request);
   CHECK_CODE(FK_ERR_CANCELLED, fk_request_wait(request, 0, &got, &err));
@@ -167,7 +164,7 @@ int fk_scenario_cancel_from_signal_handler(const char* socket) {
   CHECK_CODE(FK_OK, fk_acquire(client, name, NULL, &lease, &err));
   signalled_request = start(client, name, 60000, &err);
   CHECK(signalled_request != NULL);
-  CHECK_SOON(waiters_on(client, name) == 1, 10000);
+  CHECK_SOON(holder_of(client, name).waiters == 1, 10000);
 
   memset(&action, 0, sizeof(action));
   action.sa_handler = on_sigusr1;
@@ -181,8 +178,8 @@ int fk_scenario_cancel_from_signal_handler(const char* socket) {
   CHECK(sigaction(SIGUSR1, &previous, NULL) == 0);
   CHECK(signal_seen && got == NULL);
   CHECK(ended_after <= CANCEL_BOUND_MS);
-  while (waiters_on(client, name) != 0 && now_ms() < s.at_ms + CANCEL_BOUND_MS) sleep_ms(2);
-  CHECK(waiters_on(client, name) == 0);
+  while (holder_of(client, name).waiters != 0 && now_ms() < s.at_ms + CANCEL_BOUND_MS) sleep_ms(2);
+  CHECK(holder_of(client, name).waiters == 0);
   fk_request_free(signalled_request);
   fk_lease_free(lease);
   fk_client_close(client);
@@ -206,14 +203,14 @@ int fk_scenario_untaken_grant_is_released(const char* socket) {
   CHECK_CODE(FK_OK, fk_acquire(holder_client, name, NULL, &lease, &err));
   request = start(client, name, 10000, &err);
   CHECK(request != NULL);
-  CHECK_SOON(waiters_on(holder_client, name) == 1, 10000);
+  CHECK_SOON(holder_of(holder_client, name).waiters == 1, 10000);
   CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
   fk_lease_free(lease);
   lease = NULL;
   CHECK_SOON(fd_readable(fk_request_fd(request)), 10000);
-  CHECK(held(holder_client, name) == 1);
+  CHECK(holder_of(holder_client, name).held == 1);
   fk_request_free(request);
-  CHECK_SOON(held(holder_client, name) == 0, 10000);
+  CHECK_SOON(holder_of(holder_client, name).held == 0, 10000);
 
   /* A cancel that crosses the grant: whichever wins, nobody holds the lock afterwards unless
    * the caller got the lease in hand. */
@@ -221,7 +218,7 @@ int fk_scenario_untaken_grant_is_released(const char* socket) {
     CHECK_CODE(FK_OK, fk_acquire(holder_client, name, NULL, &lease, &err));
     request = start(client, name, 10000, &err);
     CHECK(request != NULL);
-    CHECK_SOON(waiters_on(holder_client, name) == 1, 10000);
+    CHECK_SOON(holder_of(holder_client, name).waiters == 1, 10000);
     CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
     sleep_ms(round % 4);  /* the grant is on its way for a few rounds, done for others */
     fk_request_cancel(request);
@@ -229,14 +226,15 @@ int fk_scenario_untaken_grant_is_released(const char* socket) {
     CHECK(code == FK_OK || code == FK_ERR_CANCELLED);
     CHECK((code == FK_OK) == (got != NULL));
     if (got) {
-      CHECK(held(holder_client, name) == 1);
+      CHECK(holder_of(holder_client, name).held == 1);
       fk_lease_free(got);
       got = NULL;
     }
     fk_request_free(request);
     fk_lease_free(lease);
     lease = NULL;
-    CHECK_SOON(held(holder_client, name) == 0 && waiters_on(holder_client, name) == 0, 10000);
+    CHECK_SOON(holder_of(holder_client, name).held == 0 &&
+                   holder_of(holder_client, name).waiters == 0, 10000);
   }
   fk_client_close(holder_client);
   fk_client_close(client);
