@@ -43,3 +43,13 @@ if ! cmp -s "$here/tests/k8s/validator/package-lock.json" "$validator/package-lo
     "$validator/"
   (cd "$validator" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 fi
+# examples/js's runtime dependency (capnp-es, at its lockfile's version), likewise outside the
+# tree: tests/python/test_js_example.py runs the example with it.
+js_example="${FK_JS_EXAMPLE_DIR:-/var/cache/fencekeeper/js-example}"
+if ! cmp -s "$here/examples/js/package-lock.json" "$js_example/package-lock.json" ||
+   [ ! -d "$js_example/node_modules/capnp-es" ]; then
+  echo "setup: installing the JavaScript example's capnp-es into $js_example"
+  mkdir -p "$js_example"
+  cp "$here/examples/js/package.json" "$here/examples/js/package-lock.json" "$js_example/"
+  (cd "$js_example" && npm ci --omit=dev --no-audit --no-fund --loglevel=error >/dev/null)
+fi

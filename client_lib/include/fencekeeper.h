@@ -253,8 +253,10 @@ FK_EXPORT int64_t fk_lease_valid_for_ms(const fk_lease* lease);
  * a lease its owner released. */
 FK_EXPORT int fk_lease_loss_reason(const fk_lease* lease);
 
-/* 1 while the client's connection to the sidecar is up; 0 once it dropped (every lease of it is
- * then lost, with FK_LOSS_CONNECTION_LOST), after fk_client_close(), or for NULL. */
+/* 1 while the client's connection to the sidecar is up; 0 from a drop (every lease of that
+ * connection is then lost, with FK_LOSS_CONNECTION_LOST) until the client has reconnected by
+ * itself (it keeps trying: 20 ms, backing off to 1 s; calls meanwhile fail with
+ * FK_ERR_SIDECAR_UNAVAILABLE), after fk_client_close(), or for NULL. */
 FK_EXPORT int fk_client_connected(const fk_client* client);
 
 /* 1 when fk_lease_valid_for_ms() of this client's leases reads the sidecar's shared-memory lease

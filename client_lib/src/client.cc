@@ -37,6 +37,10 @@ using Clock = BootClock;
 // A frozen or wedged sidecar must not block a caller for ever: calls give up this long after
 // the time the sidecar itself had to answer.
 constexpr Millis kCallSlack{10'000};
+// After the connection drops (the sidecar restarted, say), reconnect attempts back off from the
+// first delay to the last.
+constexpr Millis kReconnectFirstDelay{20};
+constexpr Millis kReconnectMaxDelay{1'000};
 
 ErrorCode fromIpc(ipc::Error e) { return static_cast<ErrorCode>(static_cast<uint16_t>(e)); }
 LossReason fromIpc(ipc::LossReason r) { return static_cast<LossReason>(static_cast<uint16_t>(r)); }
@@ -221,11 +225,14 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   template <typename Func>
   Status call(Func&& fn) {
     if (onIoThread()) return error(ErrorCode::kWrongThread);
-    if (!connected_) return error(ErrorCode::kSidecarUnavailable, "not connected to the sidecar");
+    if (!connected_) return offline();
     auto result = std::make_shared<std::promise<Status>>();
     auto answer = result->get_future();
     bool posted = post([this, &fn, result] {
-      kj::Promise<Status> promise = kj::evalNow([&]() -> kj::Promise<Status> { return fn(); });
+      kj::Promise<Status> promise = kj::evalNow([&]() -> kj::Promise<Status> {
+        if (sidecar_ == nullptr) return offline();  // dropped since the check above
+        return fn();
+      });
       calls_->add(promise.then([result](Status s) { result->set_value(std::move(s)); }));
     });
     if (!posted) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
@@ -260,6 +267,13 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   };
 
   void run(std::promise<Status>& ready);
+  // Opens a connection to the sidecar, checks who serves it, and asks for its lease table.
+  kj::Promise<Status> connect();
+  // Resolves never: when the connection drops, its leases are lost and the client reconnects,
+  // backing off from kReconnectFirstDelay to kReconnectMaxDelay, and watches the new one.
+  kj::Promise<void> watchConnection();
+  kj::Promise<void> reconnect(Millis delay);
+  void dropConnection();
   // One turn in the queue for `name` as lease `key`, and another while a grant turns out void
   // before `deadline` (lost or expired before acquire returned it). Sets `*granted` when it is ok.
   kj::Promise<Status> queueFor(const std::string& name, const AcquireOptions& options, uint64_t key,
@@ -273,6 +287,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   template <typename T>
   kj::Promise<T> withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout);
   void onDisconnected();
+  // kSidecarUnavailable, saying why there is no connection now.
+  Status offline() const;
 
   // Hands `fn` to the I/O thread; false once its loop has ended.
   bool post(std::function<void()> fn) {
@@ -288,6 +304,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 
   const std::string socketPath_;  // where the sidecar binds it (resolveSocketPath)
   const std::optional<uid_t> expectUid_;
+  mutable std::mutex offlineMutex_;
+  std::string offlineReason_;  // why the client is not connected, while it is not
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
@@ -300,6 +318,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::unique_ptr<kj::TaskSet> calls_;
   kj::Timer* timer_ = nullptr;
   kj::UnixEventPort* eventPort_ = nullptr;
+  kj::Network* network_ = nullptr;
+  kj::Own<kj::AsyncIoStream> stream_;      // the connection: replaced after the sidecar restarts
+  kj::Own<capnp::TwoPartyClient> rpc_;
   kj::Own<kj::PromiseFulfiller<void>> stop_;
   kj::Maybe<ipc::Sidecar::Client> sidecar_;
   std::map<uint64_t, IoLease> leases_;
@@ -312,69 +333,32 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 void ClientImpl::run(std::promise<Status>& ready) {
   ioThread_ = std::this_thread::get_id();
   bool readySet = false;
-  kj::Own<kj::AsyncIoStream> stream;
-  kj::Own<capnp::TwoPartyClient> rpc;
   try {
     auto io = kj::setupAsyncIo();
     timer_ = &io.provider->getTimer();
     eventPort_ = &io.unixEventPort;
+    network_ = &io.provider->getNetwork();
     auto paf = kj::newPromiseAndFulfiller<void>();
     stop_ = kj::mv(paf.fulfiller);
-    try {
-      auto address = io.provider->getNetwork()
-                         .parseAddress(kj::str("unix:", socketPath_.c_str()))
-                         .wait(io.waitScope);
-      stream = address->connect().wait(io.waitScope);
-    } catch (const kj::Exception& e) {
-      ready.set_value(error(
-          ErrorCode::kSidecarUnavailable,
-          "cannot connect to the sidecar at " + socketPath_ + ": " + e.getDescription().cStr()));
-      readySet = true;
-      return;
-    }
-    KJ_IF_MAYBE (fd, stream->getFd()) {
-      // Nothing goes to a server before it proved to be the sidecar (docs/security.md).
-      if (Status trusted = internal::checkServer(*fd, socketPath_, expectUid_); !trusted.ok()) {
-        stream = nullptr;  // before the event loop it belongs to goes
-        ready.set_value(trusted);
-        readySet = true;
-        return;
-      }
-      connectionFd_ = *fd;
-    }
-    rpc = kj::heap<capnp::TwoPartyClient>(*stream);
-    sidecar_ = rpc->bootstrap().castAs<ipc::Sidecar>();
     calls_ = std::make_unique<kj::TaskSet>(callErrors_);
-    // Asked before any acquire can be sent: the sidecar answers it at once, so every grant on
-    // this connection finds the table open (calls on one capability are delivered in order).
-    tableOpened_ = openLeaseTable(internal::peerUid(connectionFd_)).fork();
-    {
+    Status first = connect().wait(io.waitScope);
+    if (first.ok()) {  // before the caller has the client: its first call is posted here
       std::lock_guard<std::mutex> lock(loopMutex_);
       loop_ = std::make_unique<KjLoopExecutor>(io.unixEventPort);
     }
-    auto disconnected =
-        rpc->onDisconnect()
-            .then([this] { onDisconnected(); }, [this](kj::Exception&&) { onDisconnected(); })
-            .eagerlyEvaluate(nullptr);
-    connected_ = true;
-    ready.set_value(Status{});
+    ready.set_value(first);
     readySet = true;
-    paf.promise.wait(io.waitScope);
+    if (first.ok()) paf.promise.exclusiveJoin(watchConnection()).wait(io.waitScope);
     connected_ = false;
     // Dropping every capability makes the sidecar release what is still held: the handles that
     // outlive the client must not report a validity any more.
     for (auto& [key, lease] : leases_) lease.state->markReleased();
-    leases_.clear();
     {
       std::lock_guard<std::mutex> lock(loopMutex_);
       loop_.reset();  // work posted from now on is refused; work queued and not run is dropped
     }
     calls_.reset();  // breaks the promises of calls in flight: their callers return
-    tableOpened_ = nullptr;
-    sidecar_ = nullptr;
-    rpc = nullptr;
-    connectionFd_ = -1;
-    stream = nullptr;
+    dropConnection();
   } catch (const kj::Exception& e) {
     connected_ = false;
     if (!readySet) {
@@ -386,9 +370,84 @@ void ClientImpl::run(std::promise<Status>& ready) {
   }
 }
 
+kj::Promise<Status> ClientImpl::connect() {
+  return network_->parseAddress(kj::str("unix:", socketPath_.c_str()))
+      .then([](kj::Own<kj::NetworkAddress> address) {
+        return address->connect().attach(kj::mv(address));
+      })
+      .then(
+          [this](kj::Own<kj::AsyncIoStream> stream) -> Status {
+            KJ_IF_MAYBE (fd, stream->getFd()) {
+              // Nothing goes to a server before it proved to be the sidecar (docs/security.md).
+              if (Status trusted = internal::checkServer(*fd, socketPath_, expectUid_);
+                  !trusted.ok()) {
+                return trusted;
+              }
+              connectionFd_ = *fd;
+            }
+            stream_ = kj::mv(stream);
+            rpc_ = kj::heap<capnp::TwoPartyClient>(*stream_);
+            sidecar_ = rpc_->bootstrap().castAs<ipc::Sidecar>();
+            // Asked before any acquire can be sent: the sidecar answers it at once, so every
+            // grant on this connection finds the table open (calls on one capability are
+            // delivered in order).
+            tableOpened_ = openLeaseTable(internal::peerUid(connectionFd_)).fork();
+            connected_ = true;
+            return Status{};
+          },
+          [this](kj::Exception&& e) {
+            return error(ErrorCode::kSidecarUnavailable, "cannot connect to the sidecar at " +
+                                                             socketPath_ + ": " +
+                                                             e.getDescription().cStr());
+          });
+}
+
+kj::Promise<void> ClientImpl::watchConnection() {
+  return rpc_->onDisconnect()
+      .then([] {}, [](kj::Exception&&) {})
+      .then([this] {
+        onDisconnected();
+        // The calls the drop broke answer their callers first; then the connection goes.
+        return kj::evalLast([this] {
+          dropConnection();
+          return reconnect(kReconnectFirstDelay);
+        });
+      });
+}
+
+kj::Promise<void> ClientImpl::reconnect(Millis delay) {
+  return timer_->afterDelay(delay.count() * kj::MILLISECONDS)
+      .then([this] { return connect(); })
+      .then([this, delay](Status status) -> kj::Promise<void> {
+        if (status.ok()) return watchConnection();
+        std::lock_guard<std::mutex> lock(offlineMutex_);
+        offlineReason_ = status.message;
+        return reconnect(std::min(delay * 2, kReconnectMaxDelay));
+      });
+}
+
 void ClientImpl::onDisconnected() {
   connected_ = false;
+  {
+    std::lock_guard<std::mutex> lock(offlineMutex_);
+    offlineReason_ = "the sidecar closed the connection; reconnecting";
+  }
   for (auto& [key, lease] : leases_) lease.state->markLost(LossReason::kConnectionLost);
+}
+
+void ClientImpl::dropConnection() {
+  leases_.clear();  // capabilities of this connection: lost or released already
+  tableOpened_ = nullptr;
+  sidecar_ = nullptr;
+  rpc_ = nullptr;
+  connectionFd_ = -1;
+  stream_ = nullptr;
+}
+
+Status ClientImpl::offline() const {
+  std::lock_guard<std::mutex> lock(offlineMutex_);
+  return error(ErrorCode::kSidecarUnavailable,
+               "sidecar unavailable: not connected to the sidecar (" + offlineReason_ + ")");
 }
 
 template <typename T>
@@ -405,8 +464,7 @@ void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request,
   if (refused.ok())
     refused = refuseNul(options.ownerLabel, ErrorCode::kInvalidArgument, "owner label");
   if (refused.ok() && onIoThread()) refused = error(ErrorCode::kWrongThread);
-  if (refused.ok() && !connected_)
-    refused = error(ErrorCode::kSidecarUnavailable, "not connected to the sidecar");
+  if (refused.ok() && !connected_) refused = offline();
   if (!refused.ok()) {
     request->finish(refused, nullptr);
     return;
@@ -458,6 +516,7 @@ kj::Promise<Status> ClientImpl::whenCancelled(std::shared_ptr<AcquireRequestStat
 kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireOptions& options,
                                          uint64_t key, Clock::time_point deadline,
                                          std::shared_ptr<std::shared_ptr<LeaseState>> granted) {
+  if (sidecar_ == nullptr) return offline();  // the connection dropped (while queued, say)
   auto state = std::make_shared<LeaseState>();
   state->client = weak_from_this();
   state->key = key;

@@ -1,6 +1,7 @@
 #include "tests/support/sidecar_cluster.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -89,6 +90,7 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
     argv.push_back(statusSocket(i));
   }
   argv.insert(argv.end(), options.extraArgs.begin(), options.extraArgs.end());
+  sidecarArgv_.push_back(argv);
   sidecars_.push_back(
       std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));
   if (!waitReady(i)) {
@@ -96,6 +98,16 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
                              sidecars_[i]->log());
   }
   return i;
+}
+
+void SidecarCluster::restartSidecar(size_t i) {
+  sidecars_.at(i)->signal(SIGKILL);
+  sidecars_[i]->wait(std::chrono::milliseconds(10000));
+  sidecars_[i] = std::make_unique<ChildProcess>(sidecarArgv_.at(i), sidecars_[i]->logPath());
+  if (!waitReady(i)) {
+    throw std::runtime_error("sidecar " + std::to_string(i) + " did not become ready again:\n" +
+                             sidecars_[i]->log());
+  }
 }
 
 bool SidecarCluster::waitReady(size_t i) {

@@ -30,6 +30,9 @@ class SidecarCluster {
 
   // Starts a sidecar and waits until its ZooKeeper session is connected. Returns its index.
   size_t startSidecar(SidecarOptions options = {});
+  // Kills sidecar i (SIGKILL: no goodbye to its clients) and starts it again with the same
+  // arguments, socket and log (appended); waits until it is ready.
+  void restartSidecar(size_t i);
   // Waits until sidecar i answers status() with a connected session it vouches for.
   bool waitReady(size_t i);
   ChildProcess& sidecar(size_t i) { return *sidecars_.at(i); }
@@ -46,6 +49,7 @@ class SidecarCluster {
   std::string dir_;
   std::unique_ptr<devzk::ZkServerProcess> zk_;
   std::vector<std::unique_ptr<ChildProcess>> sidecars_;
+  std::vector<std::vector<std::string>> sidecarArgv_;
   int logCounter_ = 0;
 };
 

@@ -304,7 +304,9 @@ class Client {
   // The same answer as JSON: Cap'n Proto's JsonCodec encoding of the schema's Status (field names
   // as in ipc/fencekeeper.capnp, 64-bit numbers as strings), as the status socket's /status has it.
   Status statusJson(std::string* out);
-  // False once the connection to the sidecar dropped (every lease is then lost).
+  // False while the client has no connection to the sidecar: from a drop (every lease of that
+  // connection is then lost, kConnectionLost) until it reconnected by itself, which it keeps
+  // trying (20 ms, backing off to 1 s); meanwhile calls fail with kSidecarUnavailable.
   bool connected() const;
   // Whether Lease::validFor() on this connection reads the sidecar's shared-memory lease table
   // (no round trip, and a loss the sidecar decides shows at once) rather than counting from the

@@ -444,8 +444,9 @@ class Client:
 
     @property
     def connected(self) -> bool:
-        """False once the connection to the sidecar dropped (every lease of it is then lost, with
-        ``LossReason.CONNECTION_LOST``) or the client was closed."""
+        """False from a drop of the connection to the sidecar (every lease of it is then lost,
+        with ``LossReason.CONNECTION_LOST``) until the client reconnected by itself (it keeps
+        trying; calls meanwhile raise ``SidecarUnavailable``), and once closed."""
         with self._mutex:
             if self._closed:
                 return False

@@ -1,0 +1,60 @@
+"""examples/js: a JavaScript client with capnp-es straight over the sidecar's socket, run with
+node against a real sidecar. scripts/setup.sh installs capnp-es (the example's lockfile) into
+$FK_JS_EXAMPLE_DIR (default /var/cache/fencekeeper/js-example); the test is skipped only where
+node or that install is missing."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+import fencekeeper
+
+import fk_harness
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "js"
+MODULES = Path(os.environ.get("FK_JS_EXAMPLE_DIR", "/var/cache/fencekeeper/js-example")) / \
+    "node_modules"
+
+
+@unittest.skipUnless(shutil.which("node") and (MODULES / "capnp-es").is_dir(),
+                     "needs node and capnp-es in %s (scripts/setup.sh)" % MODULES)
+class JsExampleTest(fk_harness.ClusterTestCase):
+
+    def run_example(self, name):
+        with tempfile.TemporaryDirectory(prefix="fk-js-") as work:
+            # The example's files beside the installed modules (ESM resolves from the file).
+            for item in ("lease.mjs", "socket_transport.mjs", "package.json", "gen"):
+                source = EXAMPLE / item
+                if source.is_dir():
+                    shutil.copytree(source, Path(work) / item)
+                else:
+                    shutil.copy(source, work)
+            os.symlink(MODULES, Path(work) / "node_modules")
+            done = subprocess.run(["node", "lease.mjs", "--socket", self.socket, "--name", name],
+                                  cwd=work, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    def test_acquire_renew_holder_release_from_javascript(self):
+        steps = self.run_example("js/example")
+        self.assertEqual([s["step"] for s in steps],
+                         ["acquired", "renewed", "holder", "released"])
+        acquired, renewed, holder, released = steps
+        self.assertGreater(int(acquired["token"]), 0)
+        self.assertGreater(acquired["validMs"], 0)
+        self.assertGreater(renewed["validMs"], 0)
+        self.assertEqual((holder["held"], holder["token"], holder["ownerLabel"]),
+                         (True, acquired["token"], "js-example"))
+        self.assertTrue(released["confirmed"])
+        with fencekeeper.Client(self.socket) as client:
+            self.assertFalse(client.holder("js/example").held)
+            # Fenced like any other: the next holder's token is larger.
+            with client.lock("js/example") as lease:
+                self.assertGreater(lease.token, int(acquired["token"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
