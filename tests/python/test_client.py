@@ -227,7 +227,9 @@ class ClientTest(fk_harness.ClusterTestCase):
             client.holder("py/close")
         self.wait_free("py/close")
 
-    def test_installs_offline_into_a_venv(self):
+    def make_venv(self):
+        """A fresh venv (Debian's interpreter, system site packages for setuptools) and the
+        environment to run it in; skips where venv or pip is missing."""
         python = "/usr/bin/python3"
         probe = subprocess.run([python, "-c", "import venv, ensurepip"], capture_output=True)
         if probe.returncode != 0:
@@ -235,30 +237,54 @@ class ClientTest(fk_harness.ClusterTestCase):
                           "installs them)" % python)
         tmp = tempfile.mkdtemp(prefix="fk-venv-")
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        # A copy: pip builds in the source tree, and others may build the same tree meanwhile.
-        source = shutil.copytree(
-            os.path.join(fk_harness.REPO, "client_lib", "python"), os.path.join(tmp, "src"),
-            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
         venv = os.path.join(tmp, "venv")
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-        if "FENCEKEEPER_LIB" in env:  # the commands below run in another directory
-            env["FENCEKEEPER_LIB"] = os.path.abspath(env["FENCEKEEPER_LIB"])
-        for cmd in ([python, "-m", "venv", "--system-site-packages", venv],
-                    [os.path.join(venv, "bin", "pip"), "install", "--no-build-isolation", source]):
-            r = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
-            self.assertEqual(r.returncode, 0, "%s:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "FENCEKEEPER_LIB", "FK_BUILD_DIR")}
+        env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PIP_NO_INDEX="1")
+        self.run_ok([python, "-m", "venv", "--system-site-packages", venv], env, tmp)
+        return tmp, venv, env
 
+    def run_ok(self, cmd, env, cwd):
+        r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, "%s:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+        return r.stdout
+
+    def lock_with(self, venv, env, cwd):
+        """Takes a lock with the venv's package; returns where the package and the library it
+        loaded are."""
         script = ("import fencekeeper\n"
-                  "print(fencekeeper.__file__)\n"
+                  "from fencekeeper import _native\n"
                   "with fencekeeper.Client(%r) as c, c.lock('py/venv') as lease:\n"
-                  "    print(lease.token)\n" % self.socket)
-        r = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script], env=env, cwd=tmp,
-                           capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        installed_at, token = r.stdout.split()
-        self.assertTrue(installed_at.startswith(venv + os.sep), installed_at)
-        self.assertGreater(int(token), 0)
+                  "    assert lease.token > 0\n"
+                  "print(fencekeeper.__file__, _native.lib()._name)\n" % self.socket)
+        return self.run_ok([os.path.join(venv, "bin", "python"), "-c", script], env, cwd).split()
+
+    def test_installs_offline_into_a_venv_leaving_the_source_tree_as_it_was(self):
+        tmp, venv, env = self.make_venv()
+        source = os.path.join(fk_harness.REPO, "client_lib", "python")
+        before = sorted(os.listdir(source))
+        self.run_ok([os.path.join(venv, "bin", "pip"), "install", "--no-build-isolation", source],
+                    dict(env, FENCEKEEPER_LIB=os.path.abspath(os.environ["FENCEKEEPER_LIB"])),
+                    tmp)
+        self.assertEqual(sorted(os.listdir(source)), before, "pip wrote into the source tree")
+        package, _ = self.lock_with(
+            venv, dict(env, FENCEKEEPER_LIB=os.path.abspath(os.environ["FENCEKEEPER_LIB"])), tmp)
+        self.assertTrue(package.startswith(venv + os.sep), package)
+
+    def test_a_wheel_carries_the_library_and_needs_nothing_else(self):
+        tmp, venv, env = self.make_venv()
+        dist = os.path.join(tmp, "dist")
+        self.run_ok(["bash", os.path.join(fk_harness.REPO, "client_lib", "python", "build_wheel.sh"),
+                     os.path.abspath(os.environ["FENCEKEEPER_LIB"]), dist], env, tmp)
+        wheels = os.listdir(dist)
+        self.assertEqual(len(wheels), 1, wheels)
+        self.assertRegex(wheels[0], r"^fencekeeper-0\.1\.0-py3-none-linux_\w+\.whl$")
+        self.run_ok([os.path.join(venv, "bin", "pip"), "install", os.path.join(dist, wheels[0])],
+                    env, tmp)
+        # No FENCEKEEPER_LIB, no build tree: the library comes from the wheel.
+        package, library = self.lock_with(venv, env, tmp)
+        self.assertTrue(package.startswith(venv + os.sep), package)
+        self.assertEqual(os.path.dirname(library), os.path.dirname(package))
 
 
 if __name__ == "__main__":
