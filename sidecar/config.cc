@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "sidecar/common/duration.h"
-#include "sidecar/common/socket_path.h"
+#include "common/duration.h"
+#include "common/socket_path.h"
 
 namespace fencekeeper {
 

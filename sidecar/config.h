@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 
 namespace fencekeeper {
 

@@ -17,7 +17,7 @@
 #include "sidecar/logging/event_log.h"
 #include "sidecar/logging/kj_log.h"
 #include "sidecar/logging/log_format.h"
-#include "sidecar/loop/kj_loop.h"
+#include "common/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/status_report.h"
 #include "sidecar/rpc/unix_socket.h"

@@ -20,7 +20,7 @@
 #include "client_lib/cli/status_command.h"
 #include "client_lib/cli/supervisor.h"
 #include "fencekeeper/client.h"
-#include "sidecar/common/duration.h"
+#include "common/duration.h"
 
 namespace fencekeeper {
 namespace {

@@ -25,8 +25,8 @@
 #include "client_lib/src/server_check.h"
 #include "client_lib/src/status_reader.h"
 #include "ipc/fencekeeper.capnp.h"
-#include "sidecar/common/socket_path.h"
-#include "sidecar/loop/kj_loop.h"
+#include "common/socket_path.h"
+#include "common/kj_loop.h"
 
 namespace fencekeeper {
 

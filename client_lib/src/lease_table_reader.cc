@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sidecar/common/socket_path.h"
+#include "common/socket_path.h"
 
 namespace fencekeeper::internal {
 

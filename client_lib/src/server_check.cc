@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "sidecar/common/socket_path.h"
+#include "common/socket_path.h"
 
 namespace fencekeeper::internal {
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "sidecar/common/socket_path.h"
+#include "common/socket_path.h"
 
 namespace fencekeeper {
 namespace {

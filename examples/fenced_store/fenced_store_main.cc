@@ -21,7 +21,7 @@
 #include "examples/fenced_store/object_store.h"
 #include "examples/fenced_store/server.h"
 #include "examples/fenced_store/state_file.h"
-#include "sidecar/common/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace fencekeeper::store {
 namespace {

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "examples/fenced_store/routes.h"
-#include "sidecar/common/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace fencekeeper::store {
 namespace {

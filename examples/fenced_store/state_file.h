@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "examples/fenced_store/fence_gate.h"
-#include "sidecar/common/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace fencekeeper::store {
 

@@ -17,7 +17,7 @@
 
 #include "examples/fenced_store/fence_http.h"
 #include "fencekeeper/client.h"
-#include "sidecar/common/duration.h"
+#include "common/duration.h"
 
 namespace {
 

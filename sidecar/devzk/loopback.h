@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sidecar/common/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace fencekeeper::devzk {
 

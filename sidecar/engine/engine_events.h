@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/zk/zk_client.h"
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 #include "sidecar/engine/delete_queue.h"
 #include "sidecar/engine/engine_events.h"
 #include "sidecar/engine/foreign_nodes.h"

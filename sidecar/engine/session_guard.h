@@ -24,7 +24,7 @@
 #include <memory>
 #include <optional>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::engine {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 
 namespace fencekeeper::rpc {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/rpc/accept_loop.h"
 #include "sidecar/rpc/connection_budget.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "sidecar/common/socket_path.h"
+#include "common/socket_path.h"
 
 namespace fencekeeper::rpc {
 

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "sidecar/common/socket_path.h"
-#include "sidecar/common/unique_fd.h"
+#include "common/socket_path.h"
+#include "common/unique_fd.h"
 
 namespace fencekeeper::shm {
 

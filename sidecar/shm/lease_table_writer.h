@@ -20,7 +20,7 @@
 #include <unordered_map>
 
 #include "ipc/lease_table_layout.h"
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 
 namespace fencekeeper::shm {
 

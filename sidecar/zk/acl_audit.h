@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::zk {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "sidecar/common/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace fencekeeper::zk {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "sidecar/common/executor.h"
+#include "common/executor.h"
 #include "sidecar/zk/credentials.h"
 #include "sidecar/zk/zk_client.h"
 

@@ -19,8 +19,8 @@
 #include <optional>
 #include <vector>
 
-#include "sidecar/common/clock.h"
-#include "sidecar/common/executor.h"
+#include "common/clock.h"
+#include "common/executor.h"
 #include "sidecar/zk/zk_client.h"
 
 namespace fencekeeper::zk {

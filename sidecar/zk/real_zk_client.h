@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "sidecar/common/clock.h"
-#include "sidecar/common/executor.h"
+#include "common/clock.h"
+#include "common/executor.h"
 #include "sidecar/zk/credentials.h"
 #include "sidecar/zk/zk_client.h"
 

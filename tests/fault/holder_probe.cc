@@ -16,7 +16,7 @@
 
 #include "examples/fenced_store/fence_http.h"
 #include "fencekeeper/client.h"
-#include "sidecar/common/duration.h"
+#include "common/duration.h"
 
 using namespace fencekeeper;
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/zk/fake_zk.h"

@@ -4,7 +4,7 @@
 #include <deque>
 #include <functional>
 
-#include "sidecar/common/executor.h"
+#include "common/executor.h"
 
 namespace fencekeeper::testing {
 

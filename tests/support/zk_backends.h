@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "sidecar/common/clock.h"
-#include "sidecar/common/executor.h"
+#include "common/clock.h"
+#include "common/executor.h"
 #include "sidecar/zk/credentials.h"
 #include "sidecar/zk/fake_zk.h"
 #include "sidecar/zk/zk_client.h"

@@ -1,4 +1,4 @@
-#include "sidecar/common/duration.h"
+#include "common/duration.h"
 
 #include <gtest/gtest.h>
 

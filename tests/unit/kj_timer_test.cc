@@ -1,6 +1,6 @@
 // KjTimer: every deadline on one KJ wake, in deadline order, never early; cancelled entries and
 // callbacks that throw do not stop the others.
-#include "sidecar/loop/kj_loop.h"
+#include "common/kj_loop.h"
 
 #include <gtest/gtest.h>
 #include <kj/async-io.h>

@@ -1,4 +1,4 @@
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 
 #include <time.h>
 

@@ -1,4 +1,4 @@
-#include "sidecar/common/socket_path.h"
+#include "common/socket_path.h"
 
 #include <sys/stat.h>
 

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <optional>
 
-#include "sidecar/common/clock.h"
-#include "sidecar/common/executor.h"
+#include "common/clock.h"
+#include "common/executor.h"
 
 namespace fencekeeper {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "sidecar/common/clock.h"
+#include "common/clock.h"
 
 namespace fencekeeper {
 

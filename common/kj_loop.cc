@@ -1,4 +1,4 @@
-#include "sidecar/loop/kj_loop.h"
+#include "common/kj_loop.h"
 
 #include <kj/debug.h>
 #include <sys/eventfd.h>
