@@ -13,7 +13,7 @@ build="${FK_FUZZ_BUILD_DIR:-$here/build-fuzz}"
 seconds="${FK_FUZZ_SECONDS:-20}"
 read -r -a targets <<<"${FK_FUZZ_TARGETS:-rpc_bytes rpc_calls lock_name}"
 CC=clang CXX=clang++ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFK_FUZZ=ON \
-  -DFK_SANITIZE=address,undefined -DBUILD_TESTING=OFF >/dev/null
+  -DFK_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DFK_WERROR="${FK_WERROR:-OFF}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 mkdir -p "$build/crashes"
 failed=0

@@ -4,8 +4,9 @@
 // its futex-based locking is invisible to ThreadSanitizer.
 #include "fencekeeper/client.h"
 
+#include "common/kj_async_io.h"  // first: before anything else that brings KJ
+
 #include <capnp/rpc-twoparty.h>
-#include <kj/async-io.h>
 #include <unistd.h>
 
 #include <atomic>

@@ -3,7 +3,7 @@
 // Everything here runs on the loop thread; the listener owns every connection.
 #pragma once
 
-#include <kj/async-io.h>
+#include "common/kj_async_io.h"
 
 #include <cstdint>
 #include <map>
@@ -32,8 +32,8 @@ struct ServerContext {
   AllowList allow{};
   const AcceptLoop* acceptLoop = nullptr;        // set by the listener, for Status.accepting
   const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served
-  std::string zkServers;
-  std::string instanceId;
+  std::string zkServers{};
+  std::string instanceId{};
   const shm::LeaseTableWriter* leaseTable = nullptr;  // null: --lease-table none
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};

@@ -15,9 +15,9 @@
 namespace fencekeeper::testing {
 
 struct SidecarOptions {
-  std::string zk;  // connect string; empty: the cluster's ZooKeeper
+  std::string zk{};  // connect string; empty: the cluster's ZooKeeper
   std::string sessionTimeout = "2s";
-  std::vector<std::string> extraArgs;
+  std::vector<std::string> extraArgs{};
 };
 
 class SidecarCluster {
