@@ -5,7 +5,11 @@
 // includes this before anything else that brings KJ.
 #pragma once
 
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no such warning (and no false positive)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <kj/async-io.h>
 #pragma GCC diagnostic pop
+#else
+#include <kj/async-io.h>
+#endif
