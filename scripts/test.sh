@@ -5,7 +5,8 @@
 # ASan+UBSan: scripts/fuzz.sh). Exits non-zero when any test fails or the fuzzer finds anything.
 # FK_SANITIZERS=1 then builds the whole tree again with ASan+UBSan (build-asan/) and runs every
 # test once more there, and once more with TSan (build-tsan/) the tests where threads meet: the
-# client library, the sidecar's ZooKeeper hand-off, the C ABI, the lease table's seqlocks (CI does).
+# client library (cancellable acquires, reconnects), the sidecar's ZooKeeper hand-off, the C ABI,
+# the lease table's seqlocks (CI does).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/scripts/build.sh"
@@ -25,5 +26,5 @@ if [ "${FK_SANITIZERS:-0}" = 1 ]; then
     bash "$here/scripts/build.sh"
   cd "$here/build-tsan"
   TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}" \
-    -R "LeaseTest|LeaseTableStress|LeaseTableOrderTest|CAbiTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
+    -R "LeaseTest|LeaseTableStress|LeaseTableOrderTest|CAbiTest|AcquireAsyncTest|ReconnectTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
 fi
