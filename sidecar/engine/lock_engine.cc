@@ -556,12 +556,7 @@ void LockEngine::grant(Request& r) {
   granted.ttl = r.spec.ttl;
   granted.waited = std::chrono::duration_cast<Millis>(r.grantedAt - r.queuedAt);
   observer_.leaseEvent(granted);
-  // The recipe needs at most three requests before a grant (create, list, a predecessor's watch):
-  // the own node's watch goes out on a later loop turn, after the answer, off the grant's path.
-  timer_.schedule(timer_.now(), [this, id = r.id, attempt = r.attempt] {
-    Request* held = find(id, attempt);
-    if (held && held->state == State::kHeld && !held->ownWatchArmed) watchOwnNode(*held);
-  });
+  watchOwnNode(r);
   auto done = std::move(r.done);
   done(AcquireOutcome{
       LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid), validity(r).valid, {}});
