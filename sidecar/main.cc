@@ -11,13 +11,13 @@
 #include <optional>
 #include <random>
 
+#include "common/kj_loop.h"
 #include "sidecar/config.h"
 #include "sidecar/devzk/zk_server.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/logging/event_log.h"
 #include "sidecar/logging/kj_log.h"
 #include "sidecar/logging/log_format.h"
-#include "common/kj_loop.h"
 #include "sidecar/rpc/sidecar_server.h"
 #include "sidecar/rpc/status_report.h"
 #include "sidecar/rpc/unix_socket.h"
@@ -141,8 +141,8 @@ int run(const SidecarConfig& config) {
   std::unique_ptr<shm::LeaseTableWriter> leaseTable;
   std::unique_ptr<shm::LeaseTablePublisher> leaseTablePublisher;
   if (std::string path = leaseTablePath(config, bound.path); !path.empty()) {
-    uint64_t capacity = config.limits.maxLeases ? config.limits.maxLeases
-                                                : shm::LeaseTableWriter::kMaxCapacity;
+    uint64_t capacity =
+        config.limits.maxLeases ? config.limits.maxLeases : shm::LeaseTableWriter::kMaxCapacity;
     leaseTable = std::make_unique<shm::LeaseTableWriter>(
         path, capacity, std::strtoull(engineConfig.instanceId.c_str(), nullptr, 16));
     leaseTablePublisher =

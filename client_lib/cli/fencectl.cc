@@ -19,8 +19,8 @@
 #include "client_lib/cli/query_commands.h"
 #include "client_lib/cli/status_command.h"
 #include "client_lib/cli/supervisor.h"
-#include "fencekeeper/client.h"
 #include "common/duration.h"
+#include "fencekeeper/client.h"
 
 namespace fencekeeper {
 namespace {

@@ -4,7 +4,9 @@
 // its futex-based locking is invisible to ThreadSanitizer.
 #include "fencekeeper/client.h"
 
+// clang-format off
 #include "common/kj_async_io.h"  // first: before anything else that brings KJ
+// clang-format on
 
 #include <capnp/rpc-twoparty.h>
 #include <unistd.h>
@@ -25,9 +27,9 @@
 #include "client_lib/src/lease_table_reader.h"
 #include "client_lib/src/server_check.h"
 #include "client_lib/src/status_reader.h"
-#include "ipc/fencekeeper.capnp.h"
-#include "common/socket_path.h"
 #include "common/kj_loop.h"
+#include "common/socket_path.h"
+#include "ipc/fencekeeper.capnp.h"
 
 namespace fencekeeper {
 
@@ -320,7 +322,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   kj::Timer* timer_ = nullptr;
   kj::UnixEventPort* eventPort_ = nullptr;
   kj::Network* network_ = nullptr;
-  kj::Own<kj::AsyncIoStream> stream_;      // the connection: replaced after the sidecar restarts
+  kj::Own<kj::AsyncIoStream> stream_;  // the connection: replaced after the sidecar restarts
   kj::Own<capnp::TwoPartyClient> rpc_;
   kj::Own<kj::PromiseFulfiller<void>> stop_;
   kj::Maybe<ipc::Sidecar::Client> sidecar_;
@@ -404,16 +406,14 @@ kj::Promise<Status> ClientImpl::connect() {
 }
 
 kj::Promise<void> ClientImpl::watchConnection() {
-  return rpc_->onDisconnect()
-      .then([] {}, [](kj::Exception&&) {})
-      .then([this] {
-        onDisconnected();
-        // The calls the drop broke answer their callers first; then the connection goes.
-        return kj::evalLast([this] {
-          dropConnection();
-          return reconnect(kReconnectFirstDelay);
-        });
-      });
+  return rpc_->onDisconnect().then([] {}, [](kj::Exception&&) {}).then([this] {
+    onDisconnected();
+    // The calls the drop broke answer their callers first; then the connection goes.
+    return kj::evalLast([this] {
+      dropConnection();
+      return reconnect(kReconnectFirstDelay);
+    });
+  });
 }
 
 kj::Promise<void> ClientImpl::reconnect(Millis delay) {
@@ -459,8 +459,8 @@ kj::Promise<T> ClientImpl::withDeadline(kj::Promise<T> promise, Millis budget, T
       }));
 }
 
-void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request,
-                              const std::string& name, const AcquireOptions& options) {
+void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request, const std::string& name,
+                              const AcquireOptions& options) {
   Status refused = refuseNul(name, ErrorCode::kInvalidName, "lock name");
   if (refused.ok())
     refused = refuseNul(options.ownerLabel, ErrorCode::kInvalidArgument, "owner label");
@@ -498,7 +498,8 @@ void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request,
                                       nullptr);
                     })));
   });
-  if (!posted) request->finish(error(ErrorCode::kSidecarUnavailable, "the client is closed"), nullptr);
+  if (!posted)
+    request->finish(error(ErrorCode::kSidecarUnavailable, "the client is closed"), nullptr);
 }
 
 kj::Promise<Status> ClientImpl::whenCancelled(std::shared_ptr<AcquireRequestState> request) {

@@ -17,11 +17,11 @@
 #include <string>
 #include <string_view>
 
+#include "common/unique_fd.h"
 #include "examples/fenced_store/http.h"
 #include "examples/fenced_store/object_store.h"
 #include "examples/fenced_store/server.h"
 #include "examples/fenced_store/state_file.h"
-#include "common/unique_fd.h"
 
 namespace fencekeeper::store {
 namespace {

@@ -11,8 +11,8 @@
 #include <system_error>
 #include <thread>
 
-#include "examples/fenced_store/routes.h"
 #include "common/unique_fd.h"
+#include "examples/fenced_store/routes.h"
 
 namespace fencekeeper::store {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "examples/fenced_store/fence_gate.h"
 #include "common/unique_fd.h"
+#include "examples/fenced_store/fence_gate.h"
 
 namespace fencekeeper::store {
 

@@ -3,7 +3,9 @@
 // Everything here runs on the loop thread; the listener owns every connection.
 #pragma once
 
-#include "common/kj_async_io.h"
+// clang-format off
+#include "common/kj_async_io.h"  // first: before anything else that brings KJ
+// clang-format on
 
 #include <cstdint>
 #include <map>

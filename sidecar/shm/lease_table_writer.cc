@@ -102,7 +102,8 @@ LeaseTableWriter::LeaseTableWriter(const std::string& path, uint64_t capacity, u
     refuse(path, std::string("cannot map: ") + e.what());
   }
   header_ = static_cast<lt::Header*>(region_.get_address());
-  slots_ = reinterpret_cast<lt::Slot*>(static_cast<char*>(region_.get_address()) + lt::kHeaderBytes);
+  slots_ =
+      reinterpret_cast<lt::Slot*>(static_cast<char*>(region_.get_address()) + lt::kHeaderBytes);
   initialise(std::min(slotsInFile, capacity_));
 }
 
@@ -130,9 +131,7 @@ void LeaseTableWriter::initialise(uint64_t slotsInFile) {
   lt::store(header_->magic, lt::kMagic, std::memory_order_release);
 }
 
-LeaseTableWriter::~LeaseTableWriter() {
-  setSession(lt::SessionState::kUnknown, TimePoint{});
-}
+LeaseTableWriter::~LeaseTableWriter() { setSession(lt::SessionState::kUnknown, TimePoint{}); }
 
 std::optional<TablePlace> LeaseTableWriter::hold(uint64_t lease, uint64_t token,
                                                  TimePoint validUntil, std::string_view name) {

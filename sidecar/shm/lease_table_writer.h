@@ -7,8 +7,8 @@
 // instance first, frees every slot with a bumped generation, and writes magic and format last, so a
 // reader of a half-initialised table refuses it.
 //
-// Capacity is fixed at start: a lease beyond it gets no slot (generation 0: its client falls back to
-// its own check). Loop thread only: the one writer the seqlocks allow.
+// Capacity is fixed at start: a lease beyond it gets no slot (generation 0: its client falls back
+// to its own check). Loop thread only: the one writer the seqlocks allow.
 #pragma once
 
 #include <boost/interprocess/mapped_region.hpp>
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "ipc/lease_table_layout.h"
 #include "common/clock.h"
+#include "ipc/lease_table_layout.h"
 
 namespace fencekeeper::shm {
 
@@ -73,7 +73,7 @@ class LeaseTableWriter {
   lease_table::Header* header_ = nullptr;
   lease_table::Slot* slots_ = nullptr;
   std::unordered_map<uint64_t, uint32_t> slotOf_;  // lease id -> slot
-  std::deque<uint32_t> free_;                       // freed slots, oldest first
+  std::deque<uint32_t> free_;                      // freed slots, oldest first
   uint64_t fresh_ = 0;  // slots from here on were never given out by this instance
 };
 

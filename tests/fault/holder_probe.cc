@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
+#include "common/duration.h"
 #include "examples/fenced_store/fence_http.h"
 #include "fencekeeper/client.h"
-#include "common/duration.h"
 
 using namespace fencekeeper;
 

@@ -94,7 +94,8 @@ TEST_F(AcquireAsyncTest, TheFirstWaitTakesTheGrantAndADroppedRequestReleasesIt) 
 
 TEST_F(AcquireAsyncTest, RefusalsComeBackAsDoneRequests) {
   auto client = cluster.connect(0);
-  auto request = client->acquireAsync(std::string("bad\0name", 8), acquireOptions(milliseconds(0), kTtl));
+  auto request =
+      client->acquireAsync(std::string("bad\0name", 8), acquireOptions(milliseconds(0), kTtl));
   EXPECT_TRUE(request->done());
   Status s;
   EXPECT_EQ(request->wait(milliseconds(0), &s), nullptr);

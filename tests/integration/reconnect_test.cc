@@ -41,7 +41,8 @@ TEST(ReconnectTest, LeasesAreLostAcrossASidecarRestartAndTheClientReconnects) {
   // The same client, without being told: connected again, and every call works.
   ASSERT_TRUE(waitUntil([&] { return client->connected(); }, milliseconds(10000)));
   Status s;
-  auto again = client->acquire("reconnect", acquireOptions(milliseconds(10000), milliseconds(30000)), &s);
+  auto again =
+      client->acquire("reconnect", acquireOptions(milliseconds(10000), milliseconds(30000)), &s);
   ASSERT_TRUE(again) << s.message;
   EXPECT_GT(again->token(), lease->token());
   std::string tableAfter;

@@ -1,11 +1,11 @@
 // KjTimer: every deadline on one KJ wake, in deadline order, never early; cancelled entries and
 // callbacks that throw do not stop the others.
-#include "common/kj_loop.h"
-
 #include <gtest/gtest.h>
 #include <kj/async-io.h>
 
 #include <vector>
+
+#include "common/kj_loop.h"
 
 namespace fencekeeper {
 namespace {
