@@ -227,6 +227,33 @@ class ClientTest(fk_harness.ClusterTestCase):
             client.holder("py/close")
         self.wait_free("py/close")
 
+    def test_the_client_reconnects_by_itself_after_the_sidecar_restarts(self):
+        socket = os.path.join(self.cluster.tmp, "restart.sock")
+        first = self.cluster.start_sidecar(socket=socket)
+        client = fencekeeper.Client(socket)
+        self.addCleanup(client.close)
+        reasons = []
+        lease = client.acquire("py/restart", ttl=30,
+                               on_lost=lambda token, reason: reasons.append(reason))
+        first.proc.kill()  # no goodbye: the connection just drops
+        first.proc.wait()
+        self.cluster.sidecars.remove(first)  # stop() wants the others to exit 0 on SIGTERM
+        fk_harness.wait_until(lambda: reasons, 10, "the loss to be reported")
+        self.assertEqual(reasons, [LossReason.CONNECTION_LOST])
+        self.assertTrue(lease.lost)
+        self.assertEqual(lease.loss_reason, LossReason.CONNECTION_LOST)
+        self.assertFalse(client.connected)
+        with self.assertRaises(fencekeeper.SidecarUnavailable) as raised:
+            client.holder("py/restart")
+        self.assertIn("not connected to the sidecar", str(raised.exception))
+
+        self.cluster.start_sidecar(socket=socket)  # the same socket, a new sidecar
+        fk_harness.wait_until(lambda: client.connected, 10, "the client to reconnect")
+        # The old session's node goes when that session expires; then the same client gets it.
+        with client.lock("py/restart", wait=15) as again:
+            self.assertGreater(again.token, lease.token)
+            self.assertTrue(client.holder("py/restart").held)
+
     def make_venv(self):
         """A fresh venv (Debian's interpreter, system site packages for setuptools) and the
         environment to run it in; skips where venv or pip is missing."""
