@@ -20,7 +20,9 @@ if [ "${FK_SANITIZERS:-0}" = 1 ]; then
     bash "$here/scripts/build.sh"
   cd "$here/build-asan"
   # The floods run 20 s each here instead of a minute (tests/fault/flood_test.cc).
-  FK_FLOOD_SECONDS="${FK_FLOOD_SECONDS:-20}" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}"
+  # tests/lsan.supp: a leak inside libzookeeper_mt at session expiry, the library's own.
+  LSAN_OPTIONS="suppressions=$here/tests/lsan.supp" FK_FLOOD_SECONDS="${FK_FLOOD_SECONDS:-20}" \
+    ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}"
   echo "== the threaded parts again under ThreadSanitizer"
   FK_BUILD_DIR="$here/build-tsan" FK_CMAKE_ARGS="-DFK_SANITIZE=thread" \
     bash "$here/scripts/build.sh"
