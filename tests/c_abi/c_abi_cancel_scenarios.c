@@ -46,17 +46,23 @@ static fk_request* start(fk_client* client, const char* name, uint32_t wait_ms, 
   return request;
 }
 
-typedef struct canceller {
+/* On a thread of its own, 200 ms after its start: notes the time, then cancels `request`, or when
+ * that is NULL sends `target` SIGUSR1 (whose handler cancels). */
+typedef struct delayed_cancel {
   fk_request* request;
-  int delay_ms;
+  pthread_t target;
   int64_t at_ms;
-} canceller;
+} delayed_cancel;
 
-static void* cancel_later(void* arg) {
-  canceller* c = (canceller*)arg;
-  sleep_ms(c->delay_ms);
-  c->at_ms = now_ms();
-  fk_request_cancel(c->request);
+static void* cancel_after_200ms(void* arg) {
+  delayed_cancel* d = (delayed_cancel*)arg;
+  sleep_ms(200);
+  d->at_ms = now_ms();
+  if (d->request) {
+    fk_request_cancel(d->request);
+  } else {
+    pthread_kill(d->target, SIGUSR1);
+  }
   return NULL;
 }
 
@@ -68,7 +74,7 @@ int fk_scenario_cancel_waiting_acquire(const char* socket) {
   fk_lease* lease = NULL;
   fk_lease* got = NULL;
   fk_request* request;
-  canceller c;
+  delayed_cancel c;
   pthread_t thread;
   int64_t cancelled_after;
 
@@ -84,9 +90,9 @@ int fk_scenario_cancel_waiting_acquire(const char* socket) {
   CHECK_SOON(holder_of(holder_client, name).waiters == 1, 10000);
 
   /* Cancelled from another thread while this one waits without a limit. */
+  memset(&c, 0, sizeof(c));
   c.request = request;
-  c.delay_ms = 200;
-  CHECK(pthread_create(&thread, NULL, cancel_later, &c) == 0);
+  CHECK(pthread_create(&thread, NULL, cancel_after_200ms, &c) == 0);
   CHECK_CODE(FK_ERR_CANCELLED, fk_request_wait(request, -1, &got, &err));
   cancelled_after = now_ms();
   CHECK(pthread_join(thread, NULL) == 0); /* before reading what the thread wrote */
@@ -133,21 +139,8 @@ static volatile sig_atomic_t signal_seen;
 
 static void on_sigusr1(int signo) {
   (void)signo;
-  fk_request_cancel(signalled_request);  /* async-signal-safe */
+  fk_request_cancel(signalled_request); /* async-signal-safe */
   signal_seen = 1;
-}
-
-typedef struct signaller {
-  pthread_t target;
-  int64_t at_ms;
-} signaller;
-
-static void* signal_later(void* arg) {
-  signaller* s = (signaller*)arg;
-  sleep_ms(200);
-  s->at_ms = now_ms();
-  pthread_kill(s->target, SIGUSR1);
-  return NULL;
 }
 
 int fk_scenario_cancel_from_signal_handler(const char* socket) {
@@ -157,7 +150,7 @@ int fk_scenario_cancel_from_signal_handler(const char* socket) {
   fk_lease* lease = NULL;
   fk_lease* got = NULL;
   struct sigaction action, previous;
-  signaller s;
+  delayed_cancel s;
   pthread_t thread;
   int64_t ended_after;
 
@@ -171,8 +164,9 @@ int fk_scenario_cancel_from_signal_handler(const char* socket) {
   action.sa_handler = on_sigusr1;
   sigemptyset(&action.sa_mask);
   CHECK(sigaction(SIGUSR1, &action, &previous) == 0);
+  memset(&s, 0, sizeof(s));
   s.target = pthread_self();
-  CHECK(pthread_create(&thread, NULL, signal_later, &s) == 0);
+  CHECK(pthread_create(&thread, NULL, cancel_after_200ms, &s) == 0);
   CHECK_CODE(FK_ERR_CANCELLED, fk_request_wait(signalled_request, -1, &got, &err));
   ended_after = now_ms();
   CHECK(pthread_join(thread, NULL) == 0); /* before reading what the thread wrote */
@@ -222,7 +216,7 @@ int fk_scenario_untaken_grant_is_released(const char* socket) {
     CHECK(request != NULL);
     CHECK_SOON(holder_of(holder_client, name).waiters == 1, 10000);
     CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
-    sleep_ms(round % 4);  /* the grant is on its way for a few rounds, done for others */
+    sleep_ms(round % 4); /* the grant is on its way for a few rounds, done for others */
     fk_request_cancel(request);
     code = fk_request_wait(request, 10000, &got, &err);
     CHECK(code == FK_OK || code == FK_ERR_CANCELLED);
@@ -235,8 +229,9 @@ int fk_scenario_untaken_grant_is_released(const char* socket) {
     fk_request_free(request);
     fk_lease_free(lease);
     lease = NULL;
-    CHECK_SOON(holder_of(holder_client, name).held == 0 &&
-                   holder_of(holder_client, name).waiters == 0, 10000);
+    CHECK_SOON(
+        holder_of(holder_client, name).held == 0 && holder_of(holder_client, name).waiters == 0,
+        10000);
   }
   fk_client_close(holder_client);
   fk_client_close(client);
