@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "fencekeeper/client.h"
@@ -61,7 +62,11 @@ TEST_F(AcquireAsyncTest, ACancelEndsTheWaitAndRemovesTheQueueNodeWithin100Ms) {
   while (zk.children(dir).size() != 1 && Clock::now() < cancelledAt + kCancelBound) {
     std::this_thread::sleep_for(milliseconds(2));
   }
+  auto gone = Clock::now() - cancelledAt;
   EXPECT_EQ(zk.children(dir).size(), 1u) << "the cancelled request's node is still queued";
+  std::printf("cancel: wait returned after %.2f ms, node gone from ZooKeeper after %.2f ms\n",
+              std::chrono::duration<double, std::milli>(waited).count(),
+              std::chrono::duration<double, std::milli>(gone).count());
   EXPECT_GT(held->validFor(), milliseconds(0));
 }
 
