@@ -1,5 +1,5 @@
 /* Built against an installed fencekeeper (pkg-config fencekeeper, or CMake fencekeeper::c): takes
- * and releases a lease through the sidecar at argv[1]. */
+ * and releases a lease through the sidecar at argv[1], blocking and through a request. */
 #include <fencekeeper.h>
 #include <stdio.h>
 
@@ -22,6 +22,15 @@ int main(int argc, char** argv) {
     fprintf(stderr, "release: %s\n", err.message);
     return 3;
   }
+  fk_lease_free(lease);
+  /* The same through a request (fk_acquire_start, fk_request_*): the async entry points. */
+  fk_request* request = NULL;
+  if (fk_acquire_start(client, "installed/c", NULL, &request, &err) != FK_OK ||
+      fk_request_wait(request, 10000, &lease, &err) != FK_OK) {
+    fprintf(stderr, "acquire through a request: %s\n", err.message);
+    return 4;
+  }
+  fk_request_free(request);
   fk_lease_free(lease);
   fk_client_close(client);
   return 0;

@@ -1,5 +1,5 @@
 // Built against an installed fencekeeper (pkg-config fencekeeper++, or CMake fencekeeper::client):
-// takes and releases a lease through the sidecar at argv[1].
+// takes and releases a lease through the sidecar at argv[1], blocking and through a request.
 #include <fencekeeper/client.h>
 
 #include <cstdio>
@@ -25,6 +25,12 @@ int main(int argc, char** argv) {
   if (!status.ok()) {
     std::fprintf(stderr, "release: %s\n", status.message.c_str());
     return 3;
+  }
+  // The same through an AcquireRequest (acquireAsync): exported from the installed library too.
+  auto request = client->acquireAsync("installed/cxx", fencekeeper::AcquireOptions{});
+  if (!request->wait(fencekeeper::Millis(10000), &status)) {
+    std::fprintf(stderr, "acquire through a request: %s\n", status.message.c_str());
+    return 4;
   }
   return 0;
 }
