@@ -53,6 +53,8 @@ Status error(ErrorCode code, std::string message = {}) {
   return Status{code, std::move(message)};
 }
 
+Status clientClosed() { return error(ErrorCode::kSidecarUnavailable, "the client is closed"); }
+
 // A failed result of the sidecar: its code, with the detail it gave (if any) after the name.
 template <typename Results>
 Status failure(const Results& r) {
@@ -238,11 +240,11 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
       });
       calls_->add(promise.then([result](Status s) { result->set_value(std::move(s)); }));
     });
-    if (!posted) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+    if (!posted) return clientClosed();
     try {
       return answer.get();
     } catch (const std::future_error&) {  // the I/O loop ended with the call in flight
-      return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+      return clientClosed();
     }
   }
 
@@ -287,8 +289,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   kj::Promise<Status> whenCancelled(std::shared_ptr<AcquireRequestState> request);
   // Asks the sidecar where its lease table is and maps it (table_, or tableProblem_ says why not).
   kj::Promise<void> openLeaseTable(std::optional<uid_t> serverUid);
-  template <typename T>
-  kj::Promise<T> withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout);
+  // `promise`, or kSidecarUnavailable once `budget` passed: a frozen sidecar holds no caller for
+  // ever.
+  kj::Promise<Status> withDeadline(kj::Promise<Status> promise, Millis budget = kCallSlack);
   void onDisconnected();
   // kSidecarUnavailable, saying why there is no connection now.
   Status offline() const;
@@ -451,12 +454,10 @@ Status ClientImpl::offline() const {
                "sidecar unavailable: not connected to the sidecar (" + offlineReason_ + ")");
 }
 
-template <typename T>
-kj::Promise<T> ClientImpl::withDeadline(kj::Promise<T> promise, Millis budget, T onTimeout) {
-  return promise.exclusiveJoin(
-      timer_->afterDelay(budget.count() * kj::MILLISECONDS).then([onTimeout]() mutable {
-        return kj::mv(onTimeout);
-      }));
+kj::Promise<Status> ClientImpl::withDeadline(kj::Promise<Status> promise, Millis budget) {
+  return promise.exclusiveJoin(timer_->afterDelay(budget.count() * kj::MILLISECONDS).then([] {
+    return error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer");
+  }));
 }
 
 void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request, const std::string& name,
@@ -475,12 +476,7 @@ void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request, cons
     uint64_t key = nextKey_++;  // one for every turn: an abandoned turn must know what to let go
     auto granted = std::make_shared<std::shared_ptr<LeaseState>>();
     kj::Promise<Status> outcome =
-        queueFor(name, options, key, deadline, granted)
-            .exclusiveJoin(
-                timer_->afterDelay((options.wait + kCallSlack).count() * kj::MILLISECONDS)
-                    .then([]() {
-                      return error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer");
-                    }))
+        withDeadline(queueFor(name, options, key, deadline, granted), options.wait + kCallSlack)
             .exclusiveJoin(whenCancelled(request));
     calls_->add(outcome
                     .then([this, key, request, granted](Status status) {
@@ -494,12 +490,10 @@ void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request, cons
                       request->finish(Status{}, std::unique_ptr<Lease>(new Lease(*granted)));
                     })
                     .attach(kj::defer([request] {  // the client closed under it
-                      request->finish(error(ErrorCode::kSidecarUnavailable, "the client is closed"),
-                                      nullptr);
+                      request->finish(clientClosed(), nullptr);
                     })));
   });
-  if (!posted)
-    request->finish(error(ErrorCode::kSidecarUnavailable, "the client is closed"), nullptr);
+  if (!posted) request->finish(clientClosed(), nullptr);
 }
 
 kj::Promise<Status> ClientImpl::whenCancelled(std::shared_ptr<AcquireRequestState> request) {
@@ -617,9 +611,8 @@ Status ClientImpl::withLeaseTable(
     const std::function<Status(const internal::LeaseTableReader*, const std::string&)>& use) {
   return call([&]() -> kj::Promise<Status> {
     auto& opened = KJ_ASSERT_NONNULL(tableOpened_);
-    return withDeadline(opened.addBranch().then([&]() { return use(table_.get(), tableProblem_); }),
-                        kCallSlack,
-                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return withDeadline(
+        opened.addBranch().then([&]() { return use(table_.get(), tableProblem_); }));
   });
 }
 
@@ -660,14 +653,12 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
     // No renew may race the release: its "not held" would read as a loss.
     it->second.keepAlive = nullptr;
     return withDeadline(it->second.cap.releaseRequest().send().then(
-                            [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
-                              leases_.erase(key);
-                              if (confirmed) *confirmed = r.getConfirmed();
-                              return r.getError() == ipc::Error::OK ? Status{} : failure(r);
-                            },
-                            [](kj::Exception&& e) { return transportFailure(e); }),
-                        kCallSlack,
-                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+        [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
+          leases_.erase(key);
+          if (confirmed) *confirmed = r.getConfirmed();
+          return r.getError() == ipc::Error::OK ? Status{} : failure(r);
+        },
+        [](kj::Exception&& e) { return transportFailure(e); }));
   });
   if (status.ok()) state.markReleased();
   return status;
@@ -683,21 +674,19 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
     request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return withDeadline(
-        request.send().then(
-            [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
-              if (r.getError() != ipc::Error::OK) {
-                if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
-                  s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
-                                                                  : LossReason::kRenewFailed);
-                }
-                return failure(r);
-              }
-              s->setValidity(sentAt, r.getValidMs());
-              return Status{};
-            },
-            [](kj::Exception&& e) { return transportFailure(e); }),
-        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return withDeadline(request.send().then(
+        [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
+          if (r.getError() != ipc::Error::OK) {
+            if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
+              s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
+                                                              : LossReason::kRenewFailed);
+            }
+            return failure(r);
+          }
+          s->setValidity(sentAt, r.getValidMs());
+          return Status{};
+        },
+        [](kj::Exception&& e) { return transportFailure(e); }));
   });
 }
 
@@ -709,17 +698,15 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return withDeadline(
-        it->second.cap.tokenRequest().send().then(
-            [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
-              if (r.getError() != ipc::Error::OK) return failure(r);
-              s->setValidity(sentAt, r.getValidMs());
-              if (validFor)
-                *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
-              return Status{};
-            },
-            [](kj::Exception&& e) { return transportFailure(e); }),
-        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return withDeadline(it->second.cap.tokenRequest().send().then(
+        [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
+          if (r.getError() != ipc::Error::OK) return failure(r);
+          s->setValidity(sentAt, r.getValidMs());
+          if (validFor)
+            *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
+          return Status{};
+        },
+        [](kj::Exception&& e) { return transportFailure(e); }));
   });
 }
 
@@ -765,32 +752,28 @@ Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
   return call([&]() -> kj::Promise<Status> {
     auto request = KJ_ASSERT_NONNULL(sidecar_).holderRequest();
     request.setName(name);
-    return withDeadline(
-        request.send().then(
-            [out](capnp::Response<ipc::Sidecar::HolderResults> r) {
-              if (r.getError() != ipc::Error::OK) return failure(r);
-              auto info = r.getInfo();
-              *out = HolderInfo{info.getHeld(),        info.getToken(),      info.getOwnerLabel(),
-                                info.getSinceUnixMs(), info.getWaiters(),    info.getThisSidecar(),
-                                info.getForeign(),     info.getForeignNode()};
-              return Status{};
-            },
-            [](kj::Exception&& e) { return transportFailure(e); }),
-        kCallSlack, error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+    return withDeadline(request.send().then(
+        [out](capnp::Response<ipc::Sidecar::HolderResults> r) {
+          if (r.getError() != ipc::Error::OK) return failure(r);
+          auto info = r.getInfo();
+          *out = HolderInfo{info.getHeld(),        info.getToken(),      info.getOwnerLabel(),
+                            info.getSinceUnixMs(), info.getWaiters(),    info.getThisSidecar(),
+                            info.getForeign(),     info.getForeignNode()};
+          return Status{};
+        },
+        [](kj::Exception&& e) { return transportFailure(e); }));
   });
 }
 
 Status ClientImpl::status(const std::function<void(ipc::Status::Reader)>& read) {
   return call([&]() -> kj::Promise<Status> {
     return withDeadline(KJ_ASSERT_NONNULL(sidecar_).statusRequest().send().then(
-                            [&read](capnp::Response<ipc::Sidecar::StatusResults> r) {
-                              if (r.getError() != ipc::Error::OK) return failure(r);
-                              read(r.getStatus());
-                              return Status{};
-                            },
-                            [](kj::Exception&& e) { return transportFailure(e); }),
-                        kCallSlack,
-                        error(ErrorCode::kSidecarUnavailable, "the sidecar did not answer"));
+        [&read](capnp::Response<ipc::Sidecar::StatusResults> r) {
+          if (r.getError() != ipc::Error::OK) return failure(r);
+          read(r.getStatus());
+          return Status{};
+        },
+        [](kj::Exception&& e) { return transportFailure(e); }));
   });
 }
 
@@ -832,19 +815,19 @@ void Lease::checkIn() { state_->checkedIn = true; }
 
 Status Lease::check(Millis* validFor) {
   auto client = state_->client.lock();
-  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  if (!client) return clientClosed();
   return client->check(*state_, validFor);
 }
 
 Status Lease::renew(Millis ttl) {
   auto client = state_->client.lock();
-  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  if (!client) return clientClosed();
   return client->renew(*state_, ttl);
 }
 
 Status Lease::setKeepAlive(bool on) {
   auto client = state_->client.lock();
-  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  if (!client) return clientClosed();
   return client->setKeepAlive(*state_, on);
 }
 
@@ -852,7 +835,7 @@ Status Lease::release() { return release(nullptr); }
 
 Status Lease::release(bool* confirmed) {
   auto client = state_->client.lock();
-  if (!client) return error(ErrorCode::kSidecarUnavailable, "the client is closed");
+  if (!client) return clientClosed();
   return client->release(*state_, confirmed);
 }
 
