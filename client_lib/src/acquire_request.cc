@@ -92,10 +92,9 @@ std::unique_ptr<Lease> AcquireRequest::wait(Millis timeout, Status* status) {
   std::unique_ptr<Lease> lease;
   if (!state_->finished.load()) {
     outcome = Status{ErrorCode::kInProgress, "in progress: the acquire is not done yet"};
-  } else if (outcome.ok() && state_->taken) {
+  } else if (outcome.ok() && !state_->lease) {  // a grant always comes with its lease
     outcome = Status{ErrorCode::kNotHeld, "not held: an earlier wait() took this lease"};
   } else if (outcome.ok()) {
-    state_->taken = true;
     lease = std::move(state_->lease);
   }
   if (status) *status = std::move(outcome);

@@ -30,8 +30,7 @@ struct AcquireRequestState {
 
   std::mutex mutex;
   Status status;
-  std::unique_ptr<Lease> lease;
-  bool taken = false;
+  std::unique_ptr<Lease> lease;  // a grant's, until a wait() takes it
 };
 
 }  // namespace fencekeeper

@@ -168,8 +168,9 @@ void fk_acquire_options_init(fk_acquire_options* options) {
 
 int fk_acquire(fk_client* client, const char* name, const fk_acquire_options* options,
                fk_lease** out, fk_error* err) {
-  if (out) *out = nullptr;
+  // Checked first: a request started for a NULL `out` would be cancelled at once.
   if (!out) return report(err, FK_ERR_INVALID_ARGUMENT, "client, name and out must not be NULL");
+  *out = nullptr;
   fk_request* request = nullptr;
   int code = fk_acquire_start(client, name, options, &request, err);
   if (code != FK_OK) return code;
