@@ -30,7 +30,7 @@ class _AsyncLock:
         return self._client.acquire_async(self._name, **self._kwargs).__await__()
 
     async def __aenter__(self) -> Lease:
-        self._lease = await self._client.acquire_async(self._name, **self._kwargs)
+        self._lease = await self
         return self._lease
 
     async def __aexit__(self, exc_type, exc, tb) -> None:

@@ -206,9 +206,10 @@ def _free_lease(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> None:
 
 
 class _Request:
-    """An acquire under way (fk_acquire_start): waited for, then taken or abandoned, and freed.
-    A grant is held in ``_lease`` (shared with the Lease it becomes) until taken, so an exception
-    at any point leaves nothing held."""
+    """An acquire under way (fk_acquire_start), used as a context manager: waited for and taken
+    inside; an exception out of the block withdraws it, and leaving frees it. A grant is held in
+    ``_lease`` (shared with the Lease it becomes) until taken, so an exception at any point leaves
+    nothing held."""
 
     def __init__(self, client: Client, handle: ctypes.c_void_p, name: str,
                  callback: Optional[object]) -> None:
@@ -239,15 +240,15 @@ class _Request:
         self._lease = ctypes.c_void_p()  # the Lease owns it now
         return lease
 
-    def abandon(self) -> None:
-        """Withdraws the request and releases a grant it got but nobody took."""
-        self._lib.fk_request_cancel(self._handle)
-        _free_lease(self._lib, self._lease)
+    def __enter__(self) -> _Request:
+        return self
 
-    def free(self) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:  # withdraw, and release a grant it got but nobody took
+            self._lib.fk_request_cancel(self._handle)
+            _free_lease(self._lib, self._lease)
         handle, self._handle = self._handle, None
-        if handle:
-            self._lib.fk_request_free(handle)  # releases a grant no wait took
+        self._lib.fk_request_free(handle)  # releases a grant no wait took
 
 
 class Client:
@@ -314,19 +315,13 @@ class Client:
         An exception while it waits (Ctrl-C's ``KeyboardInterrupt`` lands within 100 ms)
         withdraws the request, and a grant that crossed it is released: nothing stays held.
         """
-        request = self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
-                              on_lost)
-        try:
+        with self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
+                         on_lost) as request:
             # Short slices, so that a signal (Ctrl-C) is handled within 100 ms: a C call that
             # waits does not return to Python for the handler to run.
             while not request.wait(_WAIT_SLICE_MS):
                 pass
             return request.take()
-        except BaseException:
-            request.abandon()
-            raise
-        finally:
-            request.free()
 
     async def acquire_async(self, name: str, ttl: Seconds = 30, wait: Seconds = 0,
                             owner: Optional[str] = None, keep_alive: bool = True,
@@ -335,8 +330,6 @@ class Client:
         """:meth:`acquire` for asyncio: the event loop watches the request instead of a thread
         blocking on it. Cancelling the task (``asyncio.wait_for``, ``task.cancel()``) withdraws
         the request; a grant that crossed the cancel is released, never left held."""
-        request = self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
-                              on_lost)
         loop = asyncio.get_running_loop()
         done = loop.create_future()
 
@@ -344,19 +337,17 @@ class Client:
             if not done.done():
                 done.set_result(None)
 
-        fd = request.fd
-        loop.add_reader(fd, ready)
-        try:
-            await done
-            if not request.wait(0):
-                raise InternalError("the acquire's fd was readable before it was done")
-            return request.take()
-        except BaseException:
-            request.abandon()
-            raise
-        finally:
-            loop.remove_reader(fd)
-            request.free()
+        with self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
+                         on_lost) as request:
+            fd = request.fd
+            loop.add_reader(fd, ready)
+            try:
+                await done
+                if not request.wait(0):
+                    raise InternalError("the acquire's fd was readable before it was done")
+                return request.take()
+            finally:
+                loop.remove_reader(fd)  # before the request (and its fd) is freed
 
     def _start(self, name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
                keep_alive: bool, renew_only_if_checked_in: bool,
