@@ -32,24 +32,23 @@ if ! command -v kubectl >/dev/null; then
   apt-get install -y -qq --no-install-recommends kubectl >/dev/null ||
     echo "setup: no kubectl package to be had: the test K8sManifests will fail" >&2
 fi
+# npm_into DIR SOURCE MODULE WHAT NPM-ARGS...: installs the npm packages of SOURCE's lockfile into
+# DIR, unless DIR holds that lockfile and MODULE is installed there already.
+npm_into() {
+  local dir="$1" source="$2" module="$3" what="$4"
+  shift 4
+  cmp -s "$source/package-lock.json" "$dir/package-lock.json" &&
+    [ -d "$dir/node_modules/$module" ] && return 0
+  echo "setup: installing $what into $dir"
+  mkdir -p "$dir"
+  cp "$source/package.json" "$source/package-lock.json" "$dir/"
+  (cd "$dir" && npm "$@" --no-audit --no-fund --loglevel=error >/dev/null)
+}
 # The Kubernetes API schema validators, at the versions of tests/k8s/validator's lockfile, in a
 # fixed directory outside the tree (tests/k8s reads it there and never installs).
-validator="${FK_K8S_VALIDATOR_DIR:-/var/cache/fencekeeper/k8s-validator}"
-if ! cmp -s "$here/tests/k8s/validator/package-lock.json" "$validator/package-lock.json" ||
-   [ ! -d "$validator/node_modules/kubernetes-models" ]; then
-  echo "setup: installing the Kubernetes schema validators into $validator"
-  mkdir -p "$validator"
-  cp "$here/tests/k8s/validator/package.json" "$here/tests/k8s/validator/package-lock.json" \
-    "$validator/"
-  (cd "$validator" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+npm_into "${FK_K8S_VALIDATOR_DIR:-/var/cache/fencekeeper/k8s-validator}" \
+  "$here/tests/k8s/validator" kubernetes-models "the Kubernetes schema validators" install
 # examples/js's runtime dependency (capnp-es, at its lockfile's version), likewise outside the
 # tree: tests/python/test_js_example.py runs the example with it.
-js_example="${FK_JS_EXAMPLE_DIR:-/var/cache/fencekeeper/js-example}"
-if ! cmp -s "$here/examples/js/package-lock.json" "$js_example/package-lock.json" ||
-   [ ! -d "$js_example/node_modules/capnp-es" ]; then
-  echo "setup: installing the JavaScript example's capnp-es into $js_example"
-  mkdir -p "$js_example"
-  cp "$here/examples/js/package.json" "$here/examples/js/package-lock.json" "$js_example/"
-  (cd "$js_example" && npm ci --omit=dev --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+npm_into "${FK_JS_EXAMPLE_DIR:-/var/cache/fencekeeper/js-example}" "$here/examples/js" capnp-es \
+  "the JavaScript example's capnp-es" ci --omit=dev

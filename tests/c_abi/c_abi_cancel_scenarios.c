@@ -36,6 +36,13 @@ static fk_holder_info holder_of(fk_client* client, const char* name) {
   return info;
 }
 
+/* Whether the queue of `name` is empty (the cancelled request's node gone from ZooKeeper) by
+ * `deadline_ms`, polled every 2 ms. */
+static int queue_empty_by(fk_client* client, const char* name, int64_t deadline_ms) {
+  while (holder_of(client, name).waiters != 0 && now_ms() < deadline_ms) sleep_ms(2);
+  return holder_of(client, name).waiters == 0;
+}
+
 static fk_request* start(fk_client* client, const char* name, uint32_t wait_ms, fk_error* err) {
   fk_acquire_options options;
   fk_request* request = NULL;
@@ -101,10 +108,7 @@ int fk_scenario_cancel_waiting_acquire(const char* socket) {
   CHECK(cancelled_after <= CANCEL_BOUND_MS);
   CHECK(fk_request_fd(request) >= 0 && fd_readable(fk_request_fd(request)));
   /* Its queue node is gone from ZooKeeper within the bound of the cancel. */
-  while (holder_of(holder_client, name).waiters != 0 && now_ms() < c.at_ms + CANCEL_BOUND_MS) {
-    sleep_ms(2);
-  }
-  CHECK(holder_of(holder_client, name).waiters == 0);
+  CHECK(queue_empty_by(holder_client, name, c.at_ms + CANCEL_BOUND_MS));
   /* Done is done: the answer stays, a second cancel changes nothing. */
   fk_request_cancel(request);
   CHECK_CODE(FK_ERR_CANCELLED, fk_request_wait(request, 0, &got, &err));
@@ -174,8 +178,7 @@ int fk_scenario_cancel_from_signal_handler(const char* socket) {
   CHECK(sigaction(SIGUSR1, &previous, NULL) == 0);
   CHECK(signal_seen && got == NULL);
   CHECK(ended_after <= CANCEL_BOUND_MS);
-  while (holder_of(client, name).waiters != 0 && now_ms() < s.at_ms + CANCEL_BOUND_MS) sleep_ms(2);
-  CHECK(holder_of(client, name).waiters == 0);
+  CHECK(queue_empty_by(client, name, s.at_ms + CANCEL_BOUND_MS));
   fk_request_free(signalled_request);
   fk_lease_free(lease);
   fk_client_close(client);
