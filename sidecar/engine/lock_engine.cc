@@ -860,6 +860,11 @@ void LockEngine::verifyHeldNodes() {
   }
 }
 
+bool LockEngine::vouched() {
+  guard_->noticeExpiry();
+  return guard_->safe();
+}
+
 void LockEngine::onUnsafe() {
   observer_.vouchingLapsed();
   for (auto& [id, r] : requests_) {

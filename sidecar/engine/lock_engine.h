@@ -102,6 +102,9 @@ class LockEngine {
   Counts countsOfConnection(uint64_t connection) const { return tally_.ofConnection(connection); }
   // How long this sidecar can still vouch for its ZooKeeper session.
   Millis safeFor() const { return guard_->safeFor(); }
+  // Whether it vouches for its session now. A lapse whose timer has not run yet runs first, so a
+  // reader told "not vouched" is never shown the lapse's leases still held or the lapse uncounted.
+  bool vouched();
   // Up to when it vouches for it (0: it vouches for nothing now).
   TimePoint safeUntil() const { return guard_->safe() ? guard_->safeUntil() : TimePoint{}; }
 

@@ -237,7 +237,7 @@ std::string Metrics::render(const GaugeReadings& now) {
   connections_.Set(static_cast<double>(now.connections));
   pendingDeletes_.Set(static_cast<double>(now.pendingDeletes));
   safeFor_.Set(now.safeForSeconds);
-  vouched_.Set(now.safeForSeconds > 0 ? 1 : 0);
+  vouched_.Set(now.vouched ? 1 : 0);
   if (now.acceptFailures > acceptFailuresSeen_) {
     acceptFailures_.Increment(static_cast<double>(now.acceptFailures - acceptFailuresSeen_));
     acceptFailuresSeen_ = now.acceptFailures;

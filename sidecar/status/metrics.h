@@ -25,6 +25,7 @@ struct GaugeReadings {
   uint64_t connections = 0;
   uint64_t pendingDeletes = 0;
   double safeForSeconds = 0;
+  bool vouched = false;
   uint64_t acceptFailures = 0;  // since start, all sockets
 };
 

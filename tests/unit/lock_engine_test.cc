@@ -244,6 +244,18 @@ TEST_F(LockEngineTest, ValidityNeverOutrunsWhatTheSessionCanVouchFor) {
   EXPECT_LE(holder->outcome->valid, v.valid) << "the grant itself said more";
 }
 
+TEST_F(LockEngineTest, ALapseDueButNotYetRunRunsBeforeAnyoneIsToldVouchingIsOver) {
+  auto holder = acquire(a, "x");
+  ASSERT_TRUE(holder->granted());
+  // Past safeUntil with nothing run meanwhile: no heartbeat answered, the lapse's timer is due.
+  timer.skip(a.engine.safeFor() + Millis(1));
+  EXPECT_FALSE(a.engine.vouched());
+  EXPECT_EQ(a.engine.counts().held, 0u) << "told 'not vouched' while a lease still counts as held";
+  settle();
+  ASSERT_EQ(holder->losses.size(), 1u);
+  EXPECT_EQ(holder->losses[0], LossReason::kSessionUncertain);
+}
+
 TEST_F(LockEngineTest, RefusesBadInputBeforeZooKeeper) {
   EXPECT_EQ(acquire(a, "../etc")->outcome->error, LeaseError::kInvalidName);
   EXPECT_EQ(acquire(a, "x", Millis(0), Millis(5))->outcome->error, LeaseError::kInvalidArgument);
