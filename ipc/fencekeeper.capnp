@@ -61,6 +61,30 @@ struct HolderInfo {
   foreignNode @7 :Text;     # path of the first planted (persistent) entry in the queue, if any
 }
 
+enum HolderState {
+  held @0;               # `info` names the holder
+  free @1;               # nobody holds the lock
+  unknown @2;            # this sidecar cannot vouch for its session (or read the lock): `detail`
+}
+
+struct HolderChange {
+  state @0 :HolderState;
+  info @1 :HolderInfo;   # held: token, ownerLabel, sinceUnixMs of the holder
+  detail @2 :Text;       # unknown: why
+}
+
+interface HolderWatcher {
+  # Implemented by the client; the sidecar calls it with the lock's holder at once, then on every
+  # change. At most one call is out at a time: changes that happen meanwhile are coalesced to the
+  # latest (a token is never lower than one told before). Hints for standbys and people, never a
+  # fence: only the storage's token check is one.
+  changed @0 (change :HolderChange);
+}
+
+interface HolderWatch {
+  # Dropping this capability (or closing the connection) ends the watch.
+}
+
 struct LeaseSummary {
   name @0 :Text;
   token @1 :UInt64;
@@ -160,6 +184,10 @@ interface Sidecar {
   # Cancelling the call (or closing the connection) withdraws the request.
 
   holder @1 (name :Text) -> (error :Error, info :HolderInfo, detail :Text);
+  watchHolder @4 (name :Text, watcher :HolderWatcher) -> (error :Error, watch :HolderWatch, detail :Text);
+  # Streams the holder of `name` to `watcher` until `watch` is dropped: one ZooKeeper watch per
+  # lock in the sidecar, however many watch it. error limitReached past 1,000 watches open on one
+  # connection.
   status @2 () -> (status :Status, error :Error, detail :Text);
   leaseTable @3 () -> (path :Text, instance :UInt64, layoutVersion :UInt32, error :Error, detail :Text);
   # Where this sidecar publishes its lease table (ipc/lease_table_layout.h) and the instance id its

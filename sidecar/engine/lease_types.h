@@ -88,6 +88,17 @@ struct HolderInfo {
   std::string foreignNode;  // path of the first planted entry known in the queue, if any
 };
 
+// What a holder watch reports: the holder, no holder, or kUnknown while this sidecar cannot vouch
+// for its session or read the lock (then `detail` says why). A hint for people and standbys,
+// never a fence: only the storage's token check is one.
+enum class HolderState { kHeld, kFree, kUnknown };
+struct HolderChange {
+  HolderState state = HolderState::kUnknown;
+  HolderInfo info;     // kHeld: the holder (token, owner label, since)
+  std::string detail;  // kUnknown: why
+};
+using HolderWatchId = uint64_t;
+
 struct LeaseSummary {
   std::string name;
   uint64_t token = 0;

@@ -100,13 +100,6 @@ auto LockEngine::resume(const Request& r, State state, Step step) {
   return resume(r, state, std::move(step), [](auto&&...) {});
 }
 
-template <typename Fn>
-auto LockEngine::whileAlive(Fn fn) {
-  return [alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)](auto&&... args) mutable {
-    if (alive.lock()) fn(std::forward<decltype(args)>(args)...);
-  };
-}
-
 void LockEngine::moveTo(Request& r, State next) {
   auto allowed = [&] {
     switch (r.state) {
@@ -396,13 +389,18 @@ void LockEngine::adoptCreatedNode(Request& r, const std::string& path) {
           }));
 }
 
-// Creates root, root/locks and each segment of the lock's path, then the request's node again.
-void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
+// Root, root/locks and each segment of the lock's path, the lock's own node last.
+std::vector<std::string> LockEngine::parentChain(const std::string& lockPath) const {
   std::vector<std::string> chain{config_.root, config_.root + "/locks"};
-  for (size_t pos = chain.back().size() + 1; pos <= r.lockPath.size(); ++pos) {
-    if (pos == r.lockPath.size() || r.lockPath[pos] == '/')
-      chain.push_back(r.lockPath.substr(0, pos));
+  for (size_t pos = chain.back().size() + 1; pos <= lockPath.size(); ++pos) {
+    if (pos == lockPath.size() || lockPath[pos] == '/') chain.push_back(lockPath.substr(0, pos));
   }
+  return chain;
+}
+
+// Creates the parent chain, then the request's node again.
+void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
+  std::vector<std::string> chain = parentChain(r.lockPath);
   if (level >= chain.size()) return startCreate(r);
   bool persistent = level < 2 || config_.persistentParents;
   zk_.create(
@@ -831,6 +829,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
   } forward{*guard_, state};
   deletes_.onSessionState(state);
   if (state == zk::SessionState::kExpired) {
+    for (auto& [path, w] : holderWatches_) w.armed = false;  // gone with the session, silently
     for (auto& [id, r] : requests_) {
       if (r->state == State::kHeld) {
         lose(*r, LossReason::kSessionLost);
@@ -867,6 +866,7 @@ bool LockEngine::vouched() {
 
 void LockEngine::onUnsafe() {
   observer_.vouchingLapsed();
+  holdersUnknown();
   for (auto& [id, r] : requests_) {
     // Its node may live on: lose() deletes it, retrying until the connection is back.
     if (r->state == State::kHeld) lose(*r, LossReason::kSessionUncertain);
@@ -874,6 +874,7 @@ void LockEngine::onUnsafe() {
 }
 
 void LockEngine::onGrantable() {
+  refreshUnknownHolders();
   if (awaitingSafety_.empty()) return;
   auto ids = std::move(awaitingSafety_);
   awaitingSafety_.clear();
@@ -886,7 +887,7 @@ void LockEngine::onGrantable() {
 // ---- queries ---------------------------------------------------------------------------------
 
 void LockEngine::holder(const std::string& name, HolderCallback done) {
-  if (!isValidLockName(name)) return done(LeaseError::kInvalidName, {}, {});
+  if (auto problem = lockNameProblem(name)) return done(LeaseError::kInvalidName, {}, *problem);
   std::string path = lockPath(name);
   auto [query, idle] = holderQueries_.try_emplace(path);
   if (!idle) return query->second.next.push_back(std::move(done));
@@ -894,64 +895,84 @@ void LockEngine::holder(const std::string& name, HolderCallback done) {
   queryHolder(path);
 }
 
-// One ZooKeeper round for every caller of holderQueries_[path].current: the queue, then the
-// lowest entry.
+// One ZooKeeper round for every caller of holderQueries_[path].current.
 void LockEngine::queryHolder(const std::string& path) {
+  readHolder(path, nullptr, [this, path](const HolderRead& read) {
+    answerHolder(path, read.error, read.info, read.detail);  // handed over: nobody, just now
+  });
+}
+
+void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback onChange,
+                            std::function<void(const HolderRead&)> done) {
+  auto failed = [](LeaseError error, std::string detail) {
+    HolderRead read;
+    read.error = error;
+    read.detail = std::move(detail);
+    return read;
+  };
   auto unavailable = [](zk::Code code) { return std::string("ZooKeeper: ") + zk::codeName(code); };
-  zk_.getChildren(
-      path, whileAlive([this, path, unavailable](const zk::ChildrenResult& res) {
-        if (res.code == zk::Code::kNoNode) return answerHolder(path, LeaseError::kOk, {}, {});
-        if (res.code == zk::Code::kNoAuth) {
-          return answerHolder(path, LeaseError::kPermissionDenied, {}, refusedBy("list", path));
-        }
-        if (res.code != zk::Code::kOk) {
-          return answerHolder(path, LeaseError::kZkUnavailable, {}, unavailable(res.code));
-        }
-        foreign_.prune(path, res.children);
-        std::vector<QueueNode> queue;
-        for (auto& child : res.children) {
-          if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
-        }
-        if (queue.empty()) return answerHolder(path, LeaseError::kOk, {}, {});
-        auto lowest = std::min_element(queue.begin(), queue.end(),
-                                       [](auto& a, auto& b) { return a.sequence < b.sequence; });
-        std::string node = path + "/" + lowest->name;
-        HolderInfo info;
-        info.waiters = static_cast<uint32_t>(queue.size() - 1);
-        info.foreignNode = foreign_.firstPlanted(path, queue);
-        zk_.get(node,
-                whileAlive([this, path, node, info, unavailable](const zk::GetResult& got) mutable {
-                  // Not there: just handed over.
-                  if (got.code == zk::Code::kNoNode) {
-                    return answerHolder(path, LeaseError::kOk, {}, {});
-                  }
-                  if (got.code == zk::Code::kNoAuth) {
-                    return answerHolder(path, LeaseError::kPermissionDenied, {},
-                                        refusedBy("read", node));
-                  }
-                  if (got.code != zk::Code::kOk) {
-                    return answerHolder(path, LeaseError::kZkUnavailable, {},
-                                        unavailable(got.code));
-                  }
-                  info.held = true;
-                  info.token = static_cast<uint64_t>(got.stat.czxid);
-                  info.ownerLabel = got.data;
-                  info.sinceUnixMs = got.stat.ctimeMs;
-                  if (got.stat.ephemeralOwner == 0) {
-                    // Planted: it blocks the lock, but nobody holds a lease.
-                    foreign_.planted(path.substr(lockPath("").size()), node);
-                    info.foreign = true;
-                    info.foreignNode = node;
-                  }
-                  for (auto& [id, r] : requests_) {
-                    if (r->node == node && r->state == State::kHeld) {
-                      info.thisSidecar = true;
-                      info.sinceUnixMs = r->grantedUnixMs;
-                    }
-                  }
-                  answerHolder(path, LeaseError::kOk, info, {});
-                }));
-      }));
+  auto listed = whileAlive([this, path, done, failed, unavailable](const zk::ChildrenResult& res) {
+    HolderRead read;
+    if (res.code == zk::Code::kNoNode) {
+      read.lockMissing = true;
+      return done(read);
+    }
+    if (res.code == zk::Code::kNoAuth) {
+      return done(failed(LeaseError::kPermissionDenied, refusedBy("list", path)));
+    }
+    if (res.code != zk::Code::kOk) {
+      return done(failed(LeaseError::kZkUnavailable, unavailable(res.code)));
+    }
+    read.listed = true;
+    foreign_.prune(path, res.children);
+    std::vector<QueueNode> queue;
+    for (auto& child : res.children) {
+      if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
+    }
+    if (queue.empty()) return done(read);
+    auto lowest = std::min_element(queue.begin(), queue.end(),
+                                   [](auto& a, auto& b) { return a.sequence < b.sequence; });
+    std::string node = path + "/" + lowest->name;
+    read.info.waiters = static_cast<uint32_t>(queue.size() - 1);
+    read.info.foreignNode = foreign_.firstPlanted(path, queue);
+    zk_.get(node, whileAlive([this, path, node, read, done, failed,
+                              unavailable](const zk::GetResult& got) mutable {
+              if (got.code == zk::Code::kNoNode) {
+                read.info = {};
+                read.handedOver = true;
+                return done(read);
+              }
+              if (got.code == zk::Code::kNoAuth) {
+                return done(failed(LeaseError::kPermissionDenied, refusedBy("read", node)));
+              }
+              if (got.code != zk::Code::kOk) {
+                return done(failed(LeaseError::kZkUnavailable, unavailable(got.code)));
+              }
+              auto& info = read.info;
+              info.held = true;
+              info.token = static_cast<uint64_t>(got.stat.czxid);
+              info.ownerLabel = got.data;
+              info.sinceUnixMs = got.stat.ctimeMs;
+              if (got.stat.ephemeralOwner == 0) {
+                // Planted: it blocks the lock, but nobody holds a lease.
+                foreign_.planted(path.substr(lockPath("").size()), node);
+                info.foreign = true;
+                info.foreignNode = node;
+              }
+              for (auto& [id, r] : requests_) {
+                if (r->node == node && r->state == State::kHeld) {
+                  info.thisSidecar = true;
+                  info.sinceUnixMs = r->grantedUnixMs;
+                }
+              }
+              done(read);
+            }));
+  });
+  if (onChange) {
+    zk_.getChildrenAndWatch(path, std::move(listed), std::move(onChange));
+  } else {
+    zk_.getChildren(path, std::move(listed));
+  }
 }
 
 // Answers the round's callers; those who asked meanwhile get the next round.

@@ -87,6 +87,16 @@ class LockEngine {
   // round per lock at a time), so that its answer is never older than the question.
   using HolderCallback = std::function<void(LeaseError, HolderInfo, std::string detail)>;
   void holder(const std::string& name, HolderCallback done);
+  // Reports who holds `name` now and then every change, from one ZooKeeper children watch per
+  // lock however many watch it. Changes may be coalesced; a token is never lower than one
+  // reported before (the same holder may be reported again after kUnknown). kUnknown while the
+  // session is not vouched for. `changed` runs on the loop, never from within this call.
+  // Returns 0 (and sets `error`) when `name` is invalid. A lock with no node yet gets its parent
+  // created (a container), as only an existing node can be watched.
+  using HolderChangeCallback = std::function<void(const HolderChange&)>;
+  HolderWatchId watchHolder(const std::string& name, HolderChangeCallback changed,
+                            LeaseError& error);
+  void unwatchHolder(HolderWatchId id);
   // Counts everything; lists at most `maxListed` leases and as many waiters.
   EngineStatus status(size_t maxListed = SIZE_MAX) const;
   // The counts of status() without its lists: constant time, whatever the number of leases.
@@ -136,7 +146,11 @@ class LockEngine {
   template <typename Step>
   auto resume(const Request& r, State state, Step step);
   template <typename Fn>
-  auto whileAlive(Fn fn);
+  auto whileAlive(Fn fn) {
+    return [alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)](auto&&... args) mutable {
+      if (alive.lock()) fn(std::forward<decltype(args)>(args)...);
+    };
+  }
   // The one place a request changes state; aborts on a transition the lifecycle does not have.
   void moveTo(Request& r, State next);
 
@@ -160,7 +174,31 @@ class LockEngine {
   void checkQueue(Request& r);
   void onChildren(Request& r, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);
+  // One read of a lock's holder: its queue, then the lowest entry. `onChange` set: the queue
+  // listing arms a children watch with it.
+  struct HolderRead {
+    LeaseError error = LeaseError::kOk;
+    HolderInfo info;
+    std::string detail;
+    bool listed = false;       // the queue was listed (a watch asked for is armed)
+    bool lockMissing = false;  // the lock's node does not exist
+    bool handedOver = false;   // the lowest entry went between the listing and its read
+  };
+  void readHolder(const std::string& path, zk::Client::WatchCallback onChange,
+                  std::function<void(const HolderRead&)> done);
   void queryHolder(const std::string& path);
+  std::vector<std::string> parentChain(const std::string& lockPath) const;
+  // Holder watches (lock_engine_holders.cc).
+  void startHolderWatch(HolderWatchId id);
+  void refreshHolder(const std::string& path);
+  void onHolderRead(const std::string& path, uint64_t generation, bool arming,
+                    const HolderRead& read);
+  void makeLockNode(const std::string& path, uint64_t generation, size_t level, int restarts);
+  void holderUnreadable(const std::string& path, uint64_t generation, std::string why);
+  void tellHolder(const std::string& path, HolderChange change);
+  HolderChange holderUnknown() const;
+  void holdersUnknown();
+  void refreshUnknownHolders();
   void answerHolder(const std::string& path, LeaseError error, const HolderInfo& info,
                     const std::string& detail);
   void grant(Request& r);
@@ -207,6 +245,20 @@ class LockEngine {
     std::vector<HolderCallback> next;
   };
   std::map<std::string, HolderQuery> holderQueries_;
+  // Per watched lock path: its local watchers and its one ZooKeeper children watch.
+  struct HolderWatch {
+    uint64_t generation = 0;  // tells a stale ZooKeeper answer or watch from this one's
+    std::map<HolderWatchId, HolderChangeCallback> watchers;
+    std::optional<HolderChange> told;  // what its watchers were told last
+    uint64_t highestToken = 0;
+    bool armed = false;    // its children watch is set in ZooKeeper
+    bool reading = false;  // a read is out
+    bool again = false;    // read again when it answers: something changed meanwhile
+    uint64_t retryTimer = 0;
+  };
+  std::map<std::string, HolderWatch> holderWatches_;
+  std::map<HolderWatchId, std::string> holderWatchPaths_;
+  uint64_t nextHolderWatch_ = 1;
   ForeignNodes foreign_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -62,6 +62,17 @@ std::optional<Refusal> ConnectionBudget::admitLease() const {
   return std::nullopt;
 }
 
+std::optional<Refusal> ConnectionBudget::admitHolderWatch() const {
+  if (limits_.maxHolderWatches && holderWatches_ >= limits_.maxHolderWatches) {
+    return Refusal{engine::LeaseError::kLimitReached,
+                   "this connection has " + std::to_string(holderWatches_) +
+                       " holder watches open, its limit (" +
+                       std::to_string(limits_.maxHolderWatches) +
+                       "): drop the HolderWatch objects no longer needed"};
+  }
+  return std::nullopt;
+}
+
 void ConnectionBudget::noteRefused(const std::string& detail) {
   refused_.add(detail);
   if (++refusals_ <= kLoggedRefusals) {

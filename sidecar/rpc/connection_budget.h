@@ -25,6 +25,7 @@ struct ConnectionLimits {
   // wire: the count bounds the memory, the bytes bound a few large answers.
   uint32_t maxQueuedReplies = 256;        // --max-queued-replies
   uint32_t maxLeaseCapabilities = 5'000;  // kept by one connection, released ones included
+  uint32_t maxHolderWatches = 1'000;      // open on one connection
 };
 
 struct Refusal {
@@ -65,6 +66,10 @@ class ConnectionBudget {
   std::optional<Refusal> admitLease() const;
   void leaseCreated() { ++leaseCapabilities_; }
   void leaseDropped() { --leaseCapabilities_; }
+  // Admits one more holder watch, or says why not.
+  std::optional<Refusal> admitHolderWatch() const;
+  void holderWatchCreated() { ++holderWatches_; }
+  void holderWatchDropped() { --holderWatches_; }
   // Logs a refusal at most once per connection and reason kind; counts them all.
   void noteRefused(const std::string& detail);
 
@@ -83,6 +88,7 @@ class ConnectionBudget {
   std::string closeReason_;
   uint32_t calls_ = 0;
   uint32_t leaseCapabilities_ = 0;
+  uint32_t holderWatches_ = 0;
   uint64_t refusals_ = 0;
 };
 

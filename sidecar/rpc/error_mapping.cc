@@ -50,4 +50,16 @@ ipc::LossReason toIpc(engine::LossReason reason) {
   return ipc::LossReason::SESSION_UNCERTAIN;
 }
 
+ipc::HolderState toIpc(engine::HolderState state) {
+  switch (state) {
+    case engine::HolderState::kHeld:
+      return ipc::HolderState::HELD;
+    case engine::HolderState::kFree:
+      return ipc::HolderState::FREE;
+    case engine::HolderState::kUnknown:
+      break;
+  }
+  return ipc::HolderState::UNKNOWN;
+}
+
 }  // namespace fencekeeper::rpc

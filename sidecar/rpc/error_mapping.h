@@ -8,5 +8,6 @@ namespace fencekeeper::rpc {
 
 ipc::Error toIpc(engine::LeaseError error);
 ipc::LossReason toIpc(engine::LossReason reason);
+ipc::HolderState toIpc(engine::HolderState state);
 
 }  // namespace fencekeeper::rpc

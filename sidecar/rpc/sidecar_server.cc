@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "ipc/fencekeeper.capnp.h"
+#include "sidecar/engine/lock_name.h"
 #include "sidecar/rpc/error_mapping.h"
 #include "sidecar/rpc/message_limits.h"
 #include "sidecar/rpc/status_report.h"
@@ -108,6 +109,79 @@ class LeaseImpl final : public ipc::Lease::Server {
   const Budget budget_;
 };
 
+void fillHolderInfo(const engine::HolderInfo& h, ipc::HolderInfo::Builder info) {
+  info.setHeld(h.held);
+  info.setToken(h.token);
+  info.setOwnerLabel(h.ownerLabel);
+  info.setSinceUnixMs(h.sinceUnixMs);
+  info.setWaiters(h.waiters);
+  info.setThisSidecar(h.thisSidecar);
+  info.setForeign(h.foreign);
+  info.setForeignNode(h.foreignNode);
+}
+
+// Pushes a holder watch's changes to its client's watcher, one call at a time: what changes while
+// a call is out is coalesced to the latest, so a slow client costs one pending change, not a queue.
+class HolderPush {
+ public:
+  explicit HolderPush(ipc::HolderWatcher::Client watcher) : watcher_(kj::mv(watcher)) {}
+  void push(const engine::HolderChange& change) {
+    pending_ = change;
+    if (!inFlight_ && !gone_) sendPending();
+  }
+
+ private:
+  void sendPending() {
+    auto request = watcher_.changedRequest();
+    auto out = request.initChange();
+    out.setState(toIpc(pending_->state));
+    out.setDetail(pending_->detail);
+    fillHolderInfo(pending_->info, out.initInfo());
+    pending_.reset();
+    inFlight_ = true;
+    std::weak_ptr<HolderPush> self = self_;
+    auto done = [self](bool delivered) {
+      auto push = self.lock();
+      if (!push) return;
+      push->inFlight_ = false;
+      if (!delivered) push->gone_ = true;  // its connection or watcher is gone: the watch ends
+      if (push->pending_ && !push->gone_) push->sendPending();
+    };
+    request.send()
+        .then([done](auto&&) { done(true); }, [done](kj::Exception&&) { done(false); })
+        .detach([](kj::Exception&&) {});
+  }
+
+  ipc::HolderWatcher::Client watcher_;
+  std::optional<engine::HolderChange> pending_;
+  bool inFlight_ = false;
+  bool gone_ = false;
+
+ public:
+  std::shared_ptr<HolderPush> self_;  // set by its maker; a weak reference for the answers
+};
+
+// One holder watch of a connection. Dropping it (client drop, connection close) ends the watch.
+class HolderWatchImpl final : public ipc::HolderWatch::Server {
+ public:
+  HolderWatchImpl(engine::LockEngine& engine, engine::HolderWatchId id, Budget budget,
+                  std::shared_ptr<HolderPush> push)
+      : engine_(engine), id_(id), budget_(std::move(budget)), push_(std::move(push)) {
+    budget_->holderWatchCreated();
+  }
+  ~HolderWatchImpl() noexcept(false) {
+    budget_->holderWatchDropped();
+    engine_.unwatchHolder(id_);
+    push_->self_.reset();
+  }
+
+ private:
+  engine::LockEngine& engine_;
+  const engine::HolderWatchId id_;
+  const Budget budget_;
+  std::shared_ptr<HolderPush> push_;
+};
+
 // Withdraws a pending acquire whose call is cancelled (the client gave up or went away).
 struct PendingAcquire {
   explicit PendingAcquire(engine::LockEngine& e) : engine(e) {}
@@ -134,6 +208,13 @@ class SidecarImpl final : public ipc::Sidecar::Server {
   kj::Promise<void> holder(HolderContext context) override {
     context.allowCancellation();
     return admitted(budget_, context, [&] { return serveHolder(context); });
+  }
+
+  kj::Promise<void> watchHolder(WatchHolderContext context) override {
+    return admitted(budget_, context, [&] {
+      serveWatchHolder(context);
+      return kj::Promise<void>(kj::READY_NOW);
+    });
   }
 
   kj::Promise<void> status(StatusContext context) override {
@@ -214,6 +295,40 @@ class SidecarImpl final : public ipc::Sidecar::Server {
         .exclusiveJoin(hangUp_.addBranch());
   }
 
+  void serveWatchHolder(WatchHolderContext& context) {
+    auto results = context.getResults();
+    if (auto no = budget_->admitHolderWatch()) {
+      budget_->noteRefused(no->detail);
+      results.setError(toIpc(no->error));
+      results.setDetail(no->detail);
+      return;
+    }
+    auto params = context.getParams();
+    std::string name = textBytes(params.getName());
+    if (!params.hasWatcher()) {
+      results.setError(toIpc(engine::LeaseError::kInvalidArgument));
+      results.setDetail("watchHolder needs a watcher to call");
+      return;
+    }
+    auto push = std::make_shared<HolderPush>(params.getWatcher());
+    push->self_ = push;
+    engine::LeaseError error;
+    std::weak_ptr<HolderPush> weak = push;
+    auto id = ctx_.engine.watchHolder(
+        name,
+        [weak](const engine::HolderChange& change) {
+          if (auto p = weak.lock()) p->push(change);
+        },
+        error);
+    if (error != engine::LeaseError::kOk) {
+      push->self_.reset();
+      results.setError(toIpc(error));
+      results.setDetail(engine::lockNameProblem(name).value_or("invalid lock name"));
+      return;
+    }
+    results.setWatch(kj::heap<HolderWatchImpl>(ctx_.engine, id, budget_, kj::mv(push)));
+  }
+
   kj::Promise<void> serveHolder(HolderContext context) {
     struct Answer {
       engine::LeaseError error;
@@ -230,16 +345,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
       auto results = context.getResults();
       results.setError(toIpc(answer.error));
       results.setDetail(answer.detail);
-      auto info = results.initInfo();
-      const auto& h = answer.info;
-      info.setHeld(h.held);
-      info.setToken(h.token);
-      info.setOwnerLabel(h.ownerLabel);
-      info.setSinceUnixMs(h.sinceUnixMs);
-      info.setWaiters(h.waiters);
-      info.setThisSidecar(h.thisSidecar);
-      info.setForeign(h.foreign);
-      info.setForeignNode(h.foreignNode);
+      fillHolderInfo(answer.info, results.initInfo());
     });
   }
 
@@ -259,6 +365,7 @@ class RefusingSidecar final : public ipc::Sidecar::Server {
 
   kj::Promise<void> acquire(AcquireContext context) override { return refuse(context); }
   kj::Promise<void> holder(HolderContext context) override { return refuse(context); }
+  kj::Promise<void> watchHolder(WatchHolderContext context) override { return refuse(context); }
   kj::Promise<void> status(StatusContext context) override { return refuse(context); }
   kj::Promise<void> leaseTable(LeaseTableContext context) override { return refuse(context); }
 

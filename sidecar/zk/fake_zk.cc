@@ -51,6 +51,14 @@ void FakeZkClient::getChildren(const std::string& path, ChildrenCallback done) {
   post([done = std::move(done), result = std::move(result)] { done(result); });
 }
 
+void FakeZkClient::getChildrenAndWatch(const std::string& path, ChildrenCallback done,
+                                       WatchCallback onChange) {
+  if (connected() && server_.exists(path) && server_.allows(path, kPermRead, identity_)) {
+    server_.watches_.emplace(path, FakeZkServer::Watch{this, std::move(onChange), true});
+  }
+  getChildren(path, std::move(done));
+}
+
 void FakeZkClient::get(const std::string& path, GetCallback done) {
   GetResult result{failure(), {}, {}};
   if (connected()) {
@@ -236,7 +244,7 @@ CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
   parent->second.hadChildren = true;
   Stat stat = node.stat;
   nodes_.emplace(created, std::move(node));
-  fireWatches(created);
+  fireWatches(created, false);
   return {Code::kOk, created, stat};
 }
 
@@ -248,16 +256,25 @@ Code FakeZkServer::doRemove(const std::string& path) {
   ++zxid_;
   auto parent = nodes_.find(parentOf(path));
   if (parent != nodes_.end()) parent->second.stat.numChildren--;
-  fireWatches(path);
+  fireWatches(path, true);
   return Code::kOk;
 }
 
-void FakeZkServer::fireWatches(const std::string& path) {
-  auto range = watches_.equal_range(path);
-  for (auto it = range.first; it != range.second; ++it) {
-    it->second.client->post(std::move(it->second.fn));
-  }
-  watches_.erase(range.first, range.second);
+void FakeZkServer::fireWatches(const std::string& path, bool deleted) {
+  auto fire = [this](const std::string& at, bool children) {
+    auto range = watches_.equal_range(at);
+    for (auto it = range.first; it != range.second;) {
+      if (it->second.onChildren != children) {
+        ++it;
+        continue;
+      }
+      it->second.client->post(std::move(it->second.fn));
+      it = watches_.erase(it);
+    }
+  };
+  fire(path, false);
+  if (deleted) fire(path, true);
+  if (path != "/") fire(parentOf(path), true);
 }
 
 }  // namespace fencekeeper::zk

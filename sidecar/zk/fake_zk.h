@@ -31,6 +31,8 @@ class FakeZkClient final : public Client {
   void create(const std::string& path, const std::string& data, CreateMode mode,
               CreateCallback done) override;
   void getChildren(const std::string& path, ChildrenCallback done) override;
+  void getChildrenAndWatch(const std::string& path, ChildrenCallback done,
+                           WatchCallback onChange) override;
   void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) override;
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
@@ -98,6 +100,7 @@ class FakeZkServer {
   struct Watch {
     FakeZkClient* client;
     Client::WatchCallback fn;
+    bool onChildren = false;  // a children watch (else a data watch)
   };
 
   int64_t openSession(FakeZkClient* client);
@@ -107,7 +110,9 @@ class FakeZkServer {
   // Whether the node's ACL grants any of `perms` to the digest `identity` (empty: none).
   bool allows(const std::string& path, int32_t perms, const std::string& identity) const;
   Code doRemove(const std::string& path);
-  void fireWatches(const std::string& path);
+  // Fires the data watches of `path` and the children watches of its parent; a deletion also
+  // fires the children watches of `path` itself.
+  void fireWatches(const std::string& path, bool deleted);
   static std::string parentOf(const std::string& path);
 
   int64_t zxid_ = 0x100000000;

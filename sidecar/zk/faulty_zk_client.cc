@@ -142,6 +142,16 @@ void FaultyZkClient::getChildren(const std::string& path, ChildrenCallback done)
       [this, path](auto answer) { inner_.getChildren(path, answer); }, std::move(done));
 }
 
+void FaultyZkClient::getChildrenAndWatch(const std::string& path, ChildrenCallback done,
+                                         WatchCallback onChange) {
+  run<ChildrenResult>(
+      kGetChildren, {Code::kConnectionLoss, {}},
+      [this, path, onChange = watched(std::move(onChange))](auto answer) {
+        inner_.getChildrenAndWatch(path, answer, onChange);
+      },
+      std::move(done));
+}
+
 void FaultyZkClient::getAndWatch(const std::string& path, GetCallback done,
                                  WatchCallback onChange) {
   run<GetResult>(

@@ -66,6 +66,8 @@ class FaultyZkClient final : public Client {
   void create(const std::string& path, const std::string& data, CreateMode mode,
               CreateCallback done) override;
   void getChildren(const std::string& path, ChildrenCallback done) override;
+  void getChildrenAndWatch(const std::string& path, ChildrenCallback done,
+                           WatchCallback onChange) override;
   void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) override;
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;

@@ -443,6 +443,28 @@ void RealZkClient::getChildren(const std::string& path, ChildrenCallback done) {
   refuseIfNotSent(rc, p, ChildrenResult{mapCode(rc), {}});
 }
 
+void RealZkClient::getChildrenAndWatch(const std::string& path, ChildrenCallback done,
+                                       WatchCallback onChange) {
+  auto* watch = new WatchCtx{shared_, std::move(onChange)};
+  {
+    std::lock_guard<std::mutex> lock(shared_->watchMutex);
+    shared_->watches.insert(watch);
+  }
+  // As getAndWatch: registered only if the node exists; otherwise its context is freed here.
+  auto* p = new Pending<ChildrenCallback>{
+      shared_, [shared = shared_, watch, done = std::move(done)](ChildrenResult result) {
+        if (result.code != Code::kOk) {
+          std::lock_guard<std::mutex> lock(shared->watchMutex);
+          if (shared->watches.erase(watch)) delete watch;
+        }
+        done(std::move(result));
+      }};
+  int rc = shared_->zh ? zoo_awget_children(shared_->zh, path.c_str(), nodeWatcher, watch,
+                                            onStrings, p)
+                       : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, ChildrenResult{mapCode(rc), {}});
+}
+
 void RealZkClient::get(const std::string& path, GetCallback done) {
   auto* p = new Pending<GetCallback>{shared_, std::move(done)};
   int rc = shared_->zh ? zoo_aget(shared_->zh, path.c_str(), 0, onData, p) : ZINVALIDSTATE;

@@ -107,6 +107,10 @@ class Client {
   virtual void create(const std::string& path, const std::string& data, CreateMode mode,
                       CreateCallback done) = 0;
   virtual void getChildren(const std::string& path, ChildrenCallback done) = 0;
+  // Lists a node's children; when it exists, `onChange` is armed and fires once when a child is
+  // created or deleted or the node itself is deleted. On kNoNode no watch is left behind.
+  virtual void getChildrenAndWatch(const std::string& path, ChildrenCallback done,
+                                   WatchCallback onChange) = 0;
   // Reads a node; when it exists, `onChange` is armed and fires once on its change or deletion.
   // When the node does not exist (kNoNode), no watch is left behind.
   virtual void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) = 0;

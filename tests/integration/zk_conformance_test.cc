@@ -177,6 +177,55 @@ TYPED_TEST(ZkConformanceTest, WatchOnAMissingNodeIsNotLeftBehind) {
   EXPECT_EQ(fired, 0);
 }
 
+// The holder watches' ZooKeeper watch: one per lock, fired by a child's arrival or departure.
+TYPED_TEST(ZkConformanceTest, ChildrenWatchFiresOnceOnAChildCreatedOrDeleted) {
+  auto& c = *this->client;
+  this->create(c, this->path("/cw"), CreateMode::kPersistent);
+  for (bool byCreate : {true, false}) {
+    int fired = 0;
+    std::optional<zk::ChildrenResult> answered;
+    c.getChildrenAndWatch(
+        this->path("/cw"), [&](zk::ChildrenResult r) { answered = r; }, [&] { ++fired; });
+    ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
+    ASSERT_EQ(answered->code, Code::kOk);
+    EXPECT_EQ(answered->children.size(), byCreate ? 0u : 1u);
+    if (byCreate) {
+      this->env.create(this->path("/cw/a"), "", CreateMode::kPersistent);
+    } else {
+      this->env.remove(this->path("/cw/a"));
+    }
+    ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+    this->env.create(this->path("/cw/b"), "", CreateMode::kPersistent);
+    this->env.remove(this->path("/cw/b"));
+    this->env.settle();
+    EXPECT_EQ(fired, 1) << "a watch fires once";
+  }
+}
+
+TYPED_TEST(ZkConformanceTest, ChildrenWatchFiresWhenTheNodeItselfIsDeletedAndIsNotLeftOnAMissingOne) {
+  auto& c = *this->client;
+  this->create(c, this->path("/cd"), CreateMode::kPersistent);
+  int fired = 0;
+  std::optional<Code> answered;
+  c.getChildrenAndWatch(
+      this->path("/cd"), [&](zk::ChildrenResult r) { answered = r.code; }, [&] { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered == Code::kOk; }));
+  this->env.remove(this->path("/cd"));
+  ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+
+  int firedMissing = 0;
+  answered.reset();
+  c.getChildrenAndWatch(
+      this->path("/cd"), [&](zk::ChildrenResult r) { answered = r.code; },
+      [&] { ++firedMissing; });
+  ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
+  EXPECT_EQ(*answered, Code::kNoNode);
+  this->env.create(this->path("/cd"), "", CreateMode::kPersistent);
+  this->env.create(this->path("/cd/x"), "", CreateMode::kPersistent);
+  this->env.settle();
+  EXPECT_EQ(firedMissing, 0);
+}
+
 TYPED_TEST(ZkConformanceTest, RemoveKnowsMissingAndNonEmptyNodes) {
   auto& c = *this->client;
   this->create(c, this->path("/r"), CreateMode::kPersistent);

@@ -11,6 +11,7 @@
 #include "sidecar/zk/fake_zk.h"
 #include "sidecar/zk/faulty_zk_client.h"
 #include "tests/support/manual_executor.h"
+#include "tests/support/spy_zk_client.h"
 
 namespace fencekeeper::shm {
 namespace {
@@ -19,42 +20,6 @@ namespace lt = lease_table;
 using engine::LeaseError;
 using engine::LossReason;
 
-// Passes every request on; calls `onRemove` with the path before a delete is sent.
-class RemoveSpy final : public zk::Client {
- public:
-  explicit RemoveSpy(zk::Client& inner) : inner_(inner) {}
-  std::function<void(const std::string&)> onRemove;
-
-  void create(const std::string& p, const std::string& d, zk::CreateMode m,
-              CreateCallback done) override {
-    inner_.create(p, d, m, std::move(done));
-  }
-  void getChildren(const std::string& p, ChildrenCallback done) override {
-    inner_.getChildren(p, std::move(done));
-  }
-  void getAndWatch(const std::string& p, GetCallback done, WatchCallback w) override {
-    inner_.getAndWatch(p, std::move(done), std::move(w));
-  }
-  void get(const std::string& p, GetCallback done) override { inner_.get(p, std::move(done)); }
-  void remove(const std::string& p, CodeCallback done) override {
-    if (onRemove) onRemove(p);
-    inner_.remove(p, std::move(done));
-  }
-  void sync(const std::string& p, CodeCallback done) override { inner_.sync(p, std::move(done)); }
-  void getAcl(const std::string& p, AclCallback done) override {
-    inner_.getAcl(p, std::move(done));
-  }
-  void leaveServer() override { inner_.leaveServer(); }
-  zk::SessionState sessionState() const override { return inner_.sessionState(); }
-  int64_t sessionId() const override { return inner_.sessionId(); }
-  int32_t negotiatedTimeoutMs() const override { return inner_.negotiatedTimeoutMs(); }
-  void setSessionListener(std::function<void(zk::SessionState)> l) override {
-    inner_.setSessionListener(std::move(l));
-  }
-
- private:
-  zk::Client& inner_;
-};
 
 // What the table said about one lease when something happened to it.
 struct Seen {
@@ -139,7 +104,7 @@ class LeaseTableOrderTest : public ::testing::Test {
   zk::FakeZkServer server;
   zk::FakeZkClient fake{server, ex};
   zk::FaultyZkClient faults{fake, ex, timer};
-  RemoveSpy spy{faults};
+  testing::SpyZkClient spy{faults};
   std::unique_ptr<LeaseTableWriter> table;
   std::unique_ptr<LeaseTablePublisher> publisher;
   engine::ObserverList observers;

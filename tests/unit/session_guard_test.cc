@@ -19,6 +19,9 @@ class ScriptedZk final : public zk::Client {
     ADD_FAILURE() << "create";
   }
   void getChildren(const std::string&, ChildrenCallback) override { ADD_FAILURE(); }
+  void getChildrenAndWatch(const std::string&, ChildrenCallback, WatchCallback) override {
+    ADD_FAILURE();
+  }
   void getAndWatch(const std::string&, GetCallback, WatchCallback) override { ADD_FAILURE(); }
   void get(const std::string&, GetCallback) override { ADD_FAILURE() << "get"; }
   void remove(const std::string&, CodeCallback) override { ADD_FAILURE() << "remove"; }

@@ -1,0 +1,55 @@
+// A zk::Client in front of another, for engine tests that look at what the engine asks.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "sidecar/zk/zk_client.h"
+
+namespace fencekeeper::testing {
+
+// Passes every request on; calls `onRemove` with the path before a delete is sent and counts the
+// children watches asked for.
+class SpyZkClient final : public zk::Client {
+ public:
+  explicit SpyZkClient(zk::Client& inner) : inner_(inner) {}
+  std::function<void(const std::string&)> onRemove;
+  std::map<std::string, int> childrenWatches;  // by path
+
+  void create(const std::string& p, const std::string& d, zk::CreateMode m,
+              CreateCallback done) override {
+    inner_.create(p, d, m, std::move(done));
+  }
+  void getChildren(const std::string& p, ChildrenCallback done) override {
+    inner_.getChildren(p, std::move(done));
+  }
+  void getChildrenAndWatch(const std::string& p, ChildrenCallback done, WatchCallback w) override {
+    ++childrenWatches[p];
+    inner_.getChildrenAndWatch(p, std::move(done), std::move(w));
+  }
+  void getAndWatch(const std::string& p, GetCallback done, WatchCallback w) override {
+    inner_.getAndWatch(p, std::move(done), std::move(w));
+  }
+  void get(const std::string& p, GetCallback done) override { inner_.get(p, std::move(done)); }
+  void remove(const std::string& p, CodeCallback done) override {
+    if (onRemove) onRemove(p);
+    inner_.remove(p, std::move(done));
+  }
+  void sync(const std::string& p, CodeCallback done) override { inner_.sync(p, std::move(done)); }
+  void getAcl(const std::string& p, AclCallback done) override {
+    inner_.getAcl(p, std::move(done));
+  }
+  void leaveServer() override { inner_.leaveServer(); }
+  zk::SessionState sessionState() const override { return inner_.sessionState(); }
+  int64_t sessionId() const override { return inner_.sessionId(); }
+  int32_t negotiatedTimeoutMs() const override { return inner_.negotiatedTimeoutMs(); }
+  void setSessionListener(std::function<void(zk::SessionState)> l) override {
+    inner_.setSessionListener(std::move(l));
+  }
+
+ private:
+  zk::Client& inner_;
+};
+
+}  // namespace fencekeeper::testing
