@@ -178,7 +178,9 @@ interface Sidecar {
       -> (error :Error, lease :Lease, token :UInt64, validMs :UInt32, detail :Text,
           tableSlot :UInt32, tableGeneration :UInt64);
   # Queues for the lock `name` and answers when granted (error = ok, lease set) or when waitMs ran
-  # out (timedOut). ttlMs = 0 takes the sidecar's default TTL; waitMs = 0 tries once.
+  # out (timedOut). ttlMs = 0 takes the sidecar's default TTL; waitMs = 0 tries once;
+  # waitMs = 4294967295 waits with no deadline (a campaign for leadership keeps its place in the
+  # queue); other waits are at most one hour.
   # tableSlot/tableGeneration: the lease's slot in the shared-memory lease table (leaseTable());
   # tableGeneration 0 when it has none (no table, or the table is full).
   # Cancelling the call (or closing the connection) withdraws the request.

@@ -1,7 +1,9 @@
 // fencectl: the shell's way to fenced leases.
 //   fencectl [--socket PATH] [--expect-uid UID] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL]
 //            [--grace DUR] -- CMD [ARG...]
-//   fencectl [--socket PATH] [--expect-uid UID] holder NAME [--json]
+//   fencectl [--socket PATH] [--expect-uid UID] elect NAME --owner LABEL [--ttl DUR] [--grace DUR]
+//            [--rerun] -- CMD [ARG...]
+//   fencectl [--socket PATH] [--expect-uid UID] holder NAME [--json] [--watch]
 //   fencectl [--socket PATH] [--expect-uid UID] status [--json] [--watch [--interval DUR]]
 //   fencectl [--socket PATH] [--expect-uid UID] valid NAME TOKEN
 //   fencectl [--socket PATH] health [--ready] [--status-socket PATH] [--timeout DUR]
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "client_lib/cli/exit_codes.h"
+#include "client_lib/cli/elect_command.h"
 #include "client_lib/cli/health_command.h"
 #include "client_lib/cli/lock_command.h"
 #include "client_lib/cli/query_commands.h"
@@ -43,7 +46,18 @@ constexpr const char* kUsage = R"(usage:
       Once CMD's processes are gone, fencectl waits at most 1 s for the release.
       Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
       (the TTL, or less when the sidecar's ZooKeeper session bounds it).
-  fencectl [--socket PATH] holder NAME [--json]   who holds NAME now
+  fencectl [--socket PATH] elect NAME --owner LABEL [--ttl DUR] [--grace DUR] [--rerun] -- CMD [ARG...]
+      Leader election on NAME's queue (kazoo's Election on the same path takes its turn in
+      the same queue). Stands by, printing each leader change to stderr, until it leads;
+      then runs CMD exactly as lock does: CMD gets the leader's token in FENCE_TOKEN and is
+      stopped when leadership is lost. After a loss fencectl exits 76, or with --rerun
+      campaigns again. CMD ending by itself resigns: fencectl exits with its status.
+  fencectl [--socket PATH] holder NAME [--json] [--watch]
+      Who holds NAME now. --watch: the holder now, then one line per change, pushed by the
+      sidecar from its ZooKeeper watch (changes may be coalesced; "unknown" while the
+      sidecar cannot vouch for its session or the connection is down), until SIGINT, SIGTERM
+      or SIGHUP (exit 0). With --json each line is one JSON object with "state" (held, free,
+      unknown) and "detail". Hints, never a fence.
   fencectl [--socket PATH] valid NAME TOKEN
       Exits 0 when the sidecar's shared-memory lease table shows NAME held with TOKEN and
       valid now, else 1 (69: no table to read). For shell users, and advisory: the lease can
@@ -133,12 +147,14 @@ int run(int argc, char** argv) {
     return true;
   };
   if (command == "holder") {
-    bool json = false;
+    bool json = false, watch = false;
     std::string name;
     for (; i < argc; ++i) {
       std::string a = argv[i];
       if (a == "--json") {
         json = true;
+      } else if (a == "--watch") {
+        watch = true;
       } else if (a == "--socket" && i + 1 < argc) {
         socket = argv[++i];
       } else if (name.empty() && a[0] != '-') {
@@ -148,7 +164,7 @@ int run(int argc, char** argv) {
       }
     }
     if (name.empty()) return usage("holder needs a lock NAME");
-    return holderCommand(sidecar, name, json);
+    return watch ? holderWatchCommand(sidecar, name, json) : holderCommand(sidecar, name, json);
   }
   if (command == "valid") {
     std::vector<std::string> operands;
@@ -214,8 +230,9 @@ int run(int argc, char** argv) {
     }
     return healthCommand(sidecar, args);
   }
-  if (command != "lock") return usage("unknown command " + command);
-
+  if (command != "lock" && command != "elect") return usage("unknown command " + command);
+  const bool elect = command == "elect";
+  bool rerun = false;
   LockArgs args;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -225,8 +242,10 @@ int run(int argc, char** argv) {
     }
     if (a == "--ttl") {
       if (!duration(a, args.ttl) || args.ttl.count() == 0) return usage("bad --ttl");
-    } else if (a == "--wait") {
+    } else if (a == "--wait" && !elect) {
       if (!duration(a, args.wait)) return usage("bad --wait");
+    } else if (a == "--rerun" && elect) {
+      rerun = true;
     } else if (a == "--grace") {
       Millis g;
       if (!duration(a, g)) return usage("bad --grace");
@@ -245,9 +264,10 @@ int run(int argc, char** argv) {
       return usage("unexpected argument " + a);
     }
   }
-  if (args.name.empty()) return usage("lock needs a NAME");
-  if (args.command.empty()) return usage("lock needs -- CMD [ARG...]");
-  return lockCommand(sidecar, args);
+  if (args.name.empty()) return usage(command + " needs a NAME");
+  if (args.command.empty()) return usage(command + " needs -- CMD [ARG...]");
+  if (elect && args.owner.empty()) return usage("elect needs --owner LABEL: standbys show it");
+  return elect ? electCommand(sidecar, args, rerun) : lockCommand(sidecar, args);
 }
 
 }  // namespace

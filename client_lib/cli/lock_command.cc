@@ -19,6 +19,7 @@
 #include "client_lib/cli/sidecar_errors.h"
 #include "client_lib/cli/supervisor.h"
 #include "client_lib/src/client_internal.h"
+#include "common/unique_fd.h"
 
 extern char** environ;
 
@@ -222,12 +223,14 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   sigemptyset(&handled);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&handled, sig);
   sigprocmask(SIG_BLOCK, &handled, nullptr);
-  int sigFd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+  // Closed on return (fencectl elect runs this again and again); the client goes first.
+  UniqueFd sigFd(signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   int lossPipe[2];
-  if (sigFd < 0 || pipe2(lossPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (!sigFd.valid() || pipe2(lossPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::perror("fencectl");
     return kExitUnavailable;
   }
+  UniqueFd lossRead(lossPipe[0]), lossWrite(lossPipe[1]);
 
   auto client = connectOrReport(sidecar);
   if (!client) return kExitUnavailable;
@@ -235,7 +238,7 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   options.ttl = args.ttl;
   options.wait = args.wait;
   options.ownerLabel = args.owner.empty() ? "fencectl pid " + std::to_string(getpid()) : args.owner;
-  options.onLost = [fd = lossPipe[1]](uint64_t, LossReason) {
+  options.onLost = [fd = lossWrite.get()](uint64_t, LossReason) {
     char c = 1;
     ssize_t n = write(fd, &c, 1);
     (void)n;
@@ -246,7 +249,7 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   std::unique_ptr<Lease> lease;
   Millis granted{0};
   while (true) {
-    lease = waitForLease(*client, args.name, options, sigFd, &s);
+    lease = waitForLease(*client, args.name, options, sigFd.get(), &s);
     if (lease) {
       granted = lease->validFor();  // read again: fencectl may have been stopped since the renew
       if (granted.count() > 0) break;
@@ -256,7 +259,7 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
       std::fprintf(stderr, "fencectl: lock %s: %s\n", args.name.c_str(), s.message.c_str());
       return exitCodeFor(s);
     }
-    options.wait = until(deadline);
+    if (args.wait != kWaitForever) options.wait = until(deadline);
     if (options.wait.count() == 0) {
       std::fprintf(stderr, "fencectl: lock %s: granted, but lost before CMD could start (%s)\n",
                    args.name.c_str(), s.message.c_str());
@@ -298,7 +301,8 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
     return releaseAndReturn(*lease, args.name, true,
                             e == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
-  CommandEnd end = watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd, lossPipe[0]);
+  CommandEnd end =
+      watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd.get(), lossRead.get());
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.
   // (Not after the supervisor died: fencectl killed its tree then, and reaped its pid, which may

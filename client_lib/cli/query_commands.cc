@@ -1,5 +1,6 @@
 #include "client_lib/cli/query_commands.h"
 
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 
@@ -36,6 +37,54 @@ std::string isoTime(int64_t unixMs) {
   return std::string(buf) + "." + std::to_string(1000 + unixMs % 1000).substr(1) + "Z";
 }
 
+// One holder as JSON; `state` and `detail` are set by watches (a one-shot query has neither).
+std::string holderJson(const std::string& name, const HolderInfo& info, const char* state,
+                       const std::string& detail) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, ",\"held\":%s,\"token\":%llu,\"sinceUnixMs\":%lld,\"waiters\":%u,"
+                "\"thisSidecar\":%s,\"foreign\":%s",
+                info.held ? "true" : "false", static_cast<unsigned long long>(info.token),
+                static_cast<long long>(info.sinceUnixMs), info.waiters,
+                info.thisSidecar ? "true" : "false", info.foreign ? "true" : "false");
+  std::string out = "{\"lock\":\"" + jsonEscape(name) + "\"";
+  if (state) out += std::string(",\"state\":\"") + state + "\"";
+  out += buf;
+  out += ",\"owner\":\"" + jsonEscape(info.ownerLabel) + "\",\"foreignNode\":\"" +
+         jsonEscape(info.foreignNode) + "\"";
+  if (state) out += ",\"detail\":\"" + jsonEscape(detail) + "\"";
+  return out + "}";
+}
+
+std::string holderText(const std::string& name, const HolderInfo& info) {
+  char buf[1024];
+  if (!info.held) {
+    std::snprintf(buf, sizeof buf, "%s: not held", name.c_str());
+  } else if (info.foreign) {
+    std::snprintf(buf, sizeof buf,
+                  "%s: blocked by %s, a persistent node planted in its queue (no lease): delete "
+                  "it to unblock the lock; %u waiting",
+                  name.c_str(), info.foreignNode.c_str(), info.waiters);
+  } else {
+    std::snprintf(buf, sizeof buf, "%s: held, token %llu, owner '%s', since %s, %u waiting%s",
+                  name.c_str(), static_cast<unsigned long long>(info.token),
+                  info.ownerLabel.c_str(), isoTime(info.sinceUnixMs).c_str(), info.waiters,
+                  info.thisSidecar ? " (through this sidecar)" : "");
+  }
+  return buf;
+}
+
+const char* stateName(HolderState state) {
+  switch (state) {
+    case HolderState::kHeld:
+      return "held";
+    case HolderState::kFree:
+      return "free";
+    case HolderState::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool json) {
@@ -47,27 +96,39 @@ int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool j
     std::fprintf(stderr, "fencectl: holder %s: %s\n", name.c_str(), s.message.c_str());
     return exitCodeFor(s);
   }
-  if (json) {
-    std::printf(
-        "{\"lock\":\"%s\",\"held\":%s,\"token\":%llu,\"owner\":\"%s\",\"sinceUnixMs\":%lld,"
-        "\"waiters\":%u,\"thisSidecar\":%s,\"foreign\":%s,\"foreignNode\":\"%s\"}\n",
-        jsonEscape(name).c_str(), info.held ? "true" : "false",
-        static_cast<unsigned long long>(info.token), jsonEscape(info.ownerLabel).c_str(),
-        static_cast<long long>(info.sinceUnixMs), info.waiters, info.thisSidecar ? "true" : "false",
-        info.foreign ? "true" : "false", jsonEscape(info.foreignNode).c_str());
-  } else if (!info.held) {
-    std::printf("%s: not held\n", name.c_str());
-  } else if (info.foreign) {
-    std::printf(
-        "%s: blocked by %s, a persistent node planted in its queue (no lease): delete it "
-        "to unblock the lock; %u waiting\n",
-        name.c_str(), info.foreignNode.c_str(), info.waiters);
-  } else {
-    std::printf("%s: held, token %llu, owner '%s', since %s, %u waiting%s\n", name.c_str(),
-                static_cast<unsigned long long>(info.token), info.ownerLabel.c_str(),
-                isoTime(info.sinceUnixMs).c_str(), info.waiters,
-                info.thisSidecar ? " (through this sidecar)" : "");
+  std::string line = json ? holderJson(name, info, nullptr, {}) : holderText(name, info);
+  std::printf("%s\n", line.c_str());
+  return 0;
+}
+
+std::string describeHolderChange(const std::string& name, const HolderChange& change, bool json) {
+  if (json) return holderJson(name, change.info, stateName(change.state), change.detail);
+  if (change.state == HolderState::kUnknown) return name + ": holder unknown (" + change.detail + ")";
+  return holderText(name, change.info);
+}
+
+int holderWatchCommand(const SidecarAddress& sidecar, const std::string& name, bool json) {
+  // Until SIGINT, SIGTERM or SIGHUP: taken by sigwait, blocked before the I/O thread starts.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  sigprocmask(SIG_BLOCK, &stop, nullptr);
+  auto client = connectOrReport(sidecar);
+  if (!client) return kExitUnavailable;
+  Status s;
+  auto watch = client->watchHolder(
+      name,
+      [name, json](const HolderChange& change) {
+        std::printf("%s\n", describeHolderChange(name, change, json).c_str());
+        std::fflush(stdout);
+      },
+      &s);
+  if (!watch) {
+    std::fprintf(stderr, "fencectl: holder %s --watch: %s\n", name.c_str(), s.message.c_str());
+    return exitCodeFor(s);
   }
+  int sig = 0;
+  sigwait(&stop, &sig);
   return 0;
 }
 

@@ -39,6 +39,8 @@
  *     and fk_status_info are caller-allocated structs that the library fills in (fixed-size,
  *     NUL-terminated text). The text fk_status_json() returns is the caller's, freed with
  *     fk_free().
+ *   - fk_holder_watch: created by fk_watch_holder(), freed by fk_holder_watch_free() (NULL is a
+ *     no-op). It may outlive its client (it then calls nothing any more).
  *   - fk_request: created by fk_acquire_start(), freed by fk_request_free() (NULL is a no-op),
  *     which cancels it if not done and releases a grant no fk_request_wait() took. It may
  *     outlive its client (it then ends with FK_ERR_SIDECAR_UNAVAILABLE).
@@ -115,7 +117,8 @@ typedef void (*fk_lost_fn)(void* user_data, uint64_t token, int reason);
 typedef struct fk_acquire_options {
   size_t size;                  /* sizeof(fk_acquire_options) */
   uint32_t ttl_ms;              /* the lease's TTL; default 30000 (0 also means 30000) */
-  uint32_t wait_ms;             /* how long to queue for the lock; default 0: try once */
+  uint32_t wait_ms;             /* how long to queue for the lock; default 0: try once;
+                                   FK_WAIT_FOREVER: no deadline; else at most 1 h */
   const char* owner_label;      /* shown by holder queries; default NULL (none); copied */
   int keep_alive;               /* renew from the I/O thread; default 1 */
   int renew_only_if_checked_in; /* keep-alive renews only after fk_lease_check_in(); default 0 */
@@ -123,6 +126,9 @@ typedef struct fk_acquire_options {
   fk_lost_fn on_lost;           /* default NULL */
   void* user_data;              /* passed to on_lost */
 } fk_acquire_options;
+
+/* fk_acquire_options.wait_ms with no deadline: an election's campaign keeps its queue place. */
+#define FK_WAIT_FOREVER 0xFFFFFFFFu
 
 #define FK_OWNER_LABEL_MAX 256
 
@@ -296,6 +302,34 @@ FK_EXPORT void fk_lease_free(fk_lease* lease);
 
 /* Who holds the lock `name`, through any sidecar or a kazoo client. Set out->size first. */
 FK_EXPORT int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error* err);
+
+/* What a holder watch reports (fk_watch_holder). */
+typedef enum fk_holder_state {
+  FK_HOLDER_HELD = 0,    /* `info` names the holder */
+  FK_HOLDER_FREE = 1,    /* nobody holds the lock */
+  FK_HOLDER_UNKNOWN = 2, /* the sidecar cannot vouch for its session, or the connection to it is
+                            down: `detail` says why */
+} fk_holder_state;
+
+typedef struct fk_holder_watch fk_holder_watch;
+
+/* Called on the client's I/O thread: `state` is an fk_holder_state; `info` (held: the holder) and
+ * `detail` (unknown: why; else "") are valid during the call only. Keep it short; do not call the
+ * library from it except fk_holder_watch_free() of its own watch. */
+typedef void (*fk_holder_fn)(void* user_data, int state, const fk_holder_info* info,
+                             const char* detail);
+
+/* Watches who holds `name`: `on_change` is called with the holder now, then on every change,
+ * pushed by the sidecar from its one ZooKeeper watch of the lock (changes may be coalesced; a
+ * token is never lower than one reported before). FK_HOLDER_UNKNOWN while the sidecar cannot
+ * vouch for its session or the connection is down; the watch resumes after a reconnect. Hints
+ * for standbys and people, never a fence. On FK_OK `*out` is the watch, freed with
+ * fk_holder_watch_free(); `user_data` must stay valid until then. */
+FK_EXPORT int fk_watch_holder(fk_client* client, const char* name, fk_holder_fn on_change,
+                              void* user_data, fk_holder_watch** out, fk_error* err);
+
+/* Ends the watch: no call of its on_change begins after this returns. NULL is a no-op. */
+FK_EXPORT void fk_holder_watch_free(fk_holder_watch* watch);
 
 /* The sidecar's state (one status() call). Set out->size first: a larger size (a caller built
  * against a newer header) gets the fields this library knows, the rest left as they were;

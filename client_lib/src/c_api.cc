@@ -322,6 +322,48 @@ void fk_lease_free(fk_lease* lease) {
   });
 }
 
+namespace {
+void fillHolderInfo(const fencekeeper::HolderInfo& info, fk_holder_info* out) {
+  out->held = info.held ? 1 : 0;
+  out->token = info.token;
+  copyText(info.ownerLabel, out->owner_label, sizeof(out->owner_label));
+  out->since_unix_ms = info.sinceUnixMs;
+  out->waiters = info.waiters;
+  out->this_sidecar = info.thisSidecar ? 1 : 0;
+}
+}  // namespace
+
+struct fk_holder_watch {
+  std::unique_ptr<fencekeeper::HolderWatch> watch;
+};
+
+int fk_watch_holder(fk_client* client, const char* name, fk_holder_fn on_change, void* user_data,
+                    fk_holder_watch** out, fk_error* err) {
+  return guarded(err, [&] {
+    if (out) *out = nullptr;
+    if (!client || !name || !on_change || !out) {
+      return report(err, FK_ERR_INVALID_ARGUMENT,
+                    "client, name, on_change and out must not be NULL");
+    }
+    auto onChange = [on_change, user_data](const fencekeeper::HolderChange& change) {
+      fk_holder_info info{};
+      info.size = sizeof info;
+      fillHolderInfo(change.info, &info);
+      int state = change.state == fencekeeper::HolderState::kHeld   ? FK_HOLDER_HELD
+                  : change.state == fencekeeper::HolderState::kFree ? FK_HOLDER_FREE
+                                                                    : FK_HOLDER_UNKNOWN;
+      on_change(user_data, state, &info, change.detail.c_str());
+    };
+    Status status;
+    auto watch = client->client->watchHolder(name, onChange, &status);
+    if (!watch) return report(err, status);
+    *out = new fk_holder_watch{std::move(watch)};
+    return report(err, FK_OK);
+  });
+}
+
+void fk_holder_watch_free(fk_holder_watch* watch) { delete watch; }
+
 int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error* err) {
   return guarded(err, [&] {
     if (!client || !name || !out) {
@@ -333,12 +375,7 @@ int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error
     fencekeeper::HolderInfo info;
     Status status = client->client->holder(name, &info);
     if (!status.ok()) return report(err, status);
-    out->held = info.held ? 1 : 0;
-    out->token = info.token;
-    copyText(info.ownerLabel, out->owner_label, sizeof(out->owner_label));
-    out->since_unix_ms = info.sinceUnixMs;
-    out->waiters = info.waiters;
-    out->this_sidecar = info.thisSidecar ? 1 : 0;
+    fillHolderInfo(info, out);
     return report(err, FK_OK);
   });
 }

@@ -177,6 +177,48 @@ struct LeaseState {
 
 namespace {
 
+HolderInfo readHolderInfo(ipc::HolderInfo::Reader info) {
+  return HolderInfo{info.getHeld(),        info.getToken(),   info.getOwnerLabel(),
+                    info.getSinceUnixMs(), info.getWaiters(), info.getThisSidecar(),
+                    info.getForeign(),     info.getForeignNode()};
+}
+
+// One holder watch of the client, kept on the I/O thread across reconnects.
+struct IoHolderWatch {
+  std::string name;
+  HolderChangeCallback onChange;
+  kj::Maybe<ipc::HolderWatch::Client> cap;  // set while the sidecar serves it
+};
+
+// Hands the sidecar's pushes to the watch's callback, while the watch lives.
+class HolderWatcherImpl final : public ipc::HolderWatcher::Server {
+ public:
+  explicit HolderWatcherImpl(std::weak_ptr<IoHolderWatch> watch) : watch_(std::move(watch)) {}
+  kj::Promise<void> changed(ChangedContext context) override {
+    auto watch = watch_.lock();
+    if (!watch) return kj::READY_NOW;
+    auto in = context.getParams().getChange();
+    HolderChange change;
+    switch (in.getState()) {
+      case ipc::HolderState::HELD:
+        change.state = HolderState::kHeld;
+        break;
+      case ipc::HolderState::FREE:
+        change.state = HolderState::kFree;
+        break;
+      default:
+        change.state = HolderState::kUnknown;
+    }
+    change.info = readHolderInfo(in.getInfo());
+    change.detail = in.getDetail();
+    watch->onChange(change);
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::weak_ptr<IoHolderWatch> watch_;
+};
+
 class WatcherImpl final : public ipc::LeaseWatcher::Server {
  public:
   explicit WatcherImpl(std::weak_ptr<LeaseState> state) : state_(std::move(state)) {}
@@ -257,6 +299,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   Status setKeepAlive(LeaseState& state, bool on);
   void drop(uint64_t key);
   Status holder(const std::string& name, HolderInfo* out);
+  // Starts a holder watch; `*key` names it for unwatchHolder().
+  Status watchHolder(const std::string& name, HolderChangeCallback onChange, uint64_t* key);
+  void unwatchHolder(uint64_t key);
   // Asks for the sidecar's status; `read` gets the answer on the I/O thread.
   Status status(const std::function<void(ipc::Status::Reader)>& read);
   // Runs `use` on the I/O thread with the lease table (nullptr and why not), once the sidecar
@@ -272,6 +317,11 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   };
 
   void run(std::promise<Status>& ready);
+  // Asks the sidecar to serve holder watch `key` on this connection.
+  kj::Promise<Status> startHolderWatch(uint64_t key);
+  // After a reconnect: each holder watch again, or kUnknown saying why not.
+  void resumeHolderWatches();
+  void tellHolderUnknown(IoHolderWatch& watch, const std::string& why);
   // Opens a connection to the sidecar, checks who serves it, and asks for its lease table.
   kj::Promise<Status> connect();
   // Resolves never: when the connection drops, its leases are lost and the client reconnects,
@@ -328,6 +378,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   kj::Own<kj::AsyncIoStream> stream_;  // the connection: replaced after the sidecar restarts
   kj::Own<capnp::TwoPartyClient> rpc_;
   kj::Own<kj::PromiseFulfiller<void>> stop_;
+  std::map<uint64_t, std::shared_ptr<IoHolderWatch>> holderWatches_;
   kj::Maybe<ipc::Sidecar::Client> sidecar_;
   std::map<uint64_t, IoLease> leases_;
   uint64_t nextKey_ = 1;
@@ -364,6 +415,7 @@ void ClientImpl::run(std::promise<Status>& ready) {
       loop_.reset();  // work posted from now on is refused; work queued and not run is dropped
     }
     calls_.reset();  // breaks the promises of calls in flight: their callers return
+    holderWatches_.clear();  // their capabilities belong to this thread's loop
     dropConnection();
   } catch (const kj::Exception& e) {
     connected_ = false;
@@ -423,7 +475,10 @@ kj::Promise<void> ClientImpl::reconnect(Millis delay) {
   return timer_->afterDelay(delay.count() * kj::MILLISECONDS)
       .then([this] { return connect(); })
       .then([this, delay](Status status) -> kj::Promise<void> {
-        if (status.ok()) return watchConnection();
+        if (status.ok()) {
+          resumeHolderWatches();
+          return watchConnection();
+        }
         std::lock_guard<std::mutex> lock(offlineMutex_);
         offlineReason_ = status.message;
         return reconnect(std::min(delay * 2, kReconnectMaxDelay));
@@ -437,6 +492,11 @@ void ClientImpl::onDisconnected() {
     offlineReason_ = "the sidecar closed the connection; reconnecting";
   }
   for (auto& [key, lease] : leases_) lease.state->markLost(LossReason::kConnectionLost);
+  auto watches = holderWatches_;  // a callback may end its own watch
+  for (auto& [key, watch] : watches) {
+    watch->cap = nullptr;
+    tellHolderUnknown(*watch, "the connection to the sidecar is lost; reconnecting");
+  }
 }
 
 void ClientImpl::dropConnection() {
@@ -521,7 +581,8 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
   auto request = KJ_ASSERT_NONNULL(sidecar_).acquireRequest();
   request.setName(name);
   request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(options.ttl.count(), UINT32_MAX)));
-  Millis wait = clampNonNegative(deadline - Clock::now());
+  Millis wait = options.wait == kWaitForever ? kWaitForever
+                                             : clampNonNegative(deadline - Clock::now());
   request.setWaitMs(static_cast<uint32_t>(std::min<int64_t>(wait.count(), UINT32_MAX)));
   request.setOwnerLabel(options.ownerLabel);
   request.setWatcher(kj::heap<WatcherImpl>(state));
@@ -747,6 +808,73 @@ void ClientImpl::drop(uint64_t key) {
   }
 }
 
+Status ClientImpl::watchHolder(const std::string& name, HolderChangeCallback onChange,
+                               uint64_t* key) {
+  if (Status s = refuseNul(name, ErrorCode::kInvalidName, "lock name"); !s.ok()) return s;
+  return call([&]() -> kj::Promise<Status> {
+    *key = nextKey_++;
+    holderWatches_[*key] = std::make_shared<IoHolderWatch>(IoHolderWatch{name, onChange, nullptr});
+    return startHolderWatch(*key).then([this, key = *key](Status s) {
+      if (!s.ok()) holderWatches_.erase(key);
+      return s;
+    });
+  });
+}
+
+kj::Promise<Status> ClientImpl::startHolderWatch(uint64_t key) {
+  auto it = holderWatches_.find(key);
+  if (it == holderWatches_.end() || sidecar_ == nullptr) return Status{};
+  auto request = KJ_ASSERT_NONNULL(sidecar_).watchHolderRequest();
+  request.setName(it->second->name);
+  request.setWatcher(kj::heap<HolderWatcherImpl>(it->second));
+  return withDeadline(request.send().then(
+      [this, key](capnp::Response<ipc::Sidecar::WatchHolderResults> r) {
+        if (r.getError() != ipc::Error::OK) return failure(r);
+        auto it = holderWatches_.find(key);
+        if (it != holderWatches_.end()) it->second->cap = r.getWatch();
+        return Status{};
+      },
+      [](kj::Exception&& e) { return transportFailure(e); }));
+}
+
+void ClientImpl::resumeHolderWatches() {
+  for (auto& [key, watch] : holderWatches_) {
+    calls_->add(startHolderWatch(key).then([this, key = key](Status s) {
+      auto it = holderWatches_.find(key);
+      if (!s.ok() && it != holderWatches_.end()) tellHolderUnknown(*it->second, s.message);
+    }));
+  }
+}
+
+void ClientImpl::tellHolderUnknown(IoHolderWatch& watch, const std::string& why) {
+  HolderChange change;
+  change.detail = why;
+  auto onChange = watch.onChange;  // a copy: the call may end the watch
+  onChange(change);
+}
+
+void ClientImpl::unwatchHolder(uint64_t key) {
+  if (onIoThread()) {
+    // From a callback: the caller may be iterating the watches; the callback will not run again.
+    auto it = holderWatches_.find(key);
+    if (it != holderWatches_.end()) it->second->onChange = [](const HolderChange&) {};
+    kj::evalLater([this, key] { holderWatches_.erase(key); }).detach([](kj::Exception&&) {});
+    return;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  auto erased = done->get_future();
+  if (!post([this, key, done] {
+        holderWatches_.erase(key);
+        done->set_value();
+      })) {
+    return;  // the client is closed: its watches are gone already
+  }
+  try {
+    erased.wait();
+  } catch (const std::future_error&) {
+  }
+}
+
 Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
   if (Status s = refuseNul(name, ErrorCode::kInvalidName, "lock name"); !s.ok()) return s;
   return call([&]() -> kj::Promise<Status> {
@@ -755,10 +883,7 @@ Status ClientImpl::holder(const std::string& name, HolderInfo* out) {
     return withDeadline(request.send().then(
         [out](capnp::Response<ipc::Sidecar::HolderResults> r) {
           if (r.getError() != ipc::Error::OK) return failure(r);
-          auto info = r.getInfo();
-          *out = HolderInfo{info.getHeld(),        info.getToken(),      info.getOwnerLabel(),
-                            info.getSinceUnixMs(), info.getWaiters(),    info.getThisSidecar(),
-                            info.getForeign(),     info.getForeignNode()};
+          *out = readHolderInfo(r.getInfo());
           return Status{};
         },
         [](kj::Exception&& e) { return transportFailure(e); }));
@@ -895,6 +1020,22 @@ std::unique_ptr<AcquireRequest> Client::acquireAsync(const std::string& name,
   return std::unique_ptr<AcquireRequest>(new AcquireRequest(std::move(state)));
 }
 Status Client::holder(const std::string& name, HolderInfo* out) { return impl_->holder(name, out); }
+
+std::unique_ptr<HolderWatch> Client::watchHolder(const std::string& name,
+                                                 HolderChangeCallback onChange, Status* status) {
+  uint64_t key = 0;
+  Status s = impl_->watchHolder(name, std::move(onChange), &key);
+  if (status) *status = s;
+  if (!s.ok()) return nullptr;
+  return std::unique_ptr<HolderWatch>(new HolderWatch(impl_, key));
+}
+
+HolderWatch::HolderWatch(std::weak_ptr<ClientImpl> client, uint64_t key)
+    : client_(std::move(client)), key_(key) {}
+
+HolderWatch::~HolderWatch() {
+  if (auto client = client_.lock()) client->unwatchHolder(key_);
+}
 Status Client::status(SidecarStatus* out) {
   return impl_->status([out](ipc::Status::Reader s) { internal::readStatus(s, out); });
 }

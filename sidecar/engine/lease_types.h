@@ -47,7 +47,7 @@ struct AcquireSpec {
   uint32_t clientUid = 0;
   uint64_t connection = 0;
   Millis ttl{0};   // 0: the engine's default
-  Millis wait{0};  // 0: try once
+  Millis wait{0};  // 0: try once; kWaitForever: no deadline
   // Called on the loop when a granted lease is lost (never after withdraw or release). `told` is
   // to be called once the holder has taken the notice in (or can no longer be told).
   std::function<void(uint64_t token, LossReason, std::function<void()> told)> onLost;
@@ -75,6 +75,10 @@ struct Validity {
   Millis valid{0};
   std::string detail;  // for people, when error is not kOk
 };
+
+// An acquire's wait with no deadline (waitMs 4294967295): a campaign for leadership stands by as
+// long as it takes, keeping its place in the queue.
+constexpr Millis kWaitForever{0xFFFFFFFF};
 
 struct HolderInfo {
   bool held = false;

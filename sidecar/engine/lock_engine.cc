@@ -207,9 +207,10 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
                                                     " outside [" + ms(config_.minTtl) + ", " +
                                                     ms(config_.maxTtl) + "] (--max-ttl)");
   }
-  if (spec.wait > config_.maxWait) {
+  if (spec.wait > config_.maxWait && spec.wait != kWaitForever) {
     return refuse(LeaseError::kInvalidArgument, "waitMs " + std::to_string(spec.wait.count()) +
-                                                    " above the maximum " + ms(config_.maxWait));
+                                                    " above the maximum " + ms(config_.maxWait) +
+                                                    " (4294967295: no deadline)");
   }
   if (spec.ownerLabel.size() > config_.maxOwnerLabelBytes) {
     return refuse(LeaseError::kInvalidArgument,
@@ -240,7 +241,7 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   Millis limit = r.spec.wait.count() > 0 ? r.spec.wait : config_.tryOnceBudget;
   LeaseId id = r.id;
   // Cancelled by grant() and erase(): it finds a queued request.
-  r.waitTimer = timer_.schedule(timer_.now() + limit, [this, id] {
+  if (r.spec.wait != kWaitForever) r.waitTimer = timer_.schedule(timer_.now() + limit, [this, id] {
     Request* w = find(id);
     w->waitTimer = 0;
     bool zkDown = zk_.sessionState() != zk::SessionState::kConnected;

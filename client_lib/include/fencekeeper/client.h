@@ -71,7 +71,7 @@ struct AcquireOptions {
   Millis ttl{30'000};  // the lease's TTL
   // keepAlive renews three times per validity: min(ttl, how long the sidecar vouches for its
   // ZooKeeper session, about 3/4 of the session timeout) / 3.
-  Millis wait{0};  // how long to queue for the lock; 0 tries once
+  Millis wait{0};  // how long to queue for the lock; 0 tries once; kWaitForever: no deadline
   std::string ownerLabel;
   // Keep-alive renews the lease from the I/O thread. With `renewOnlyIfCheckedIn`,
   // a renew happens only if the application called Lease::checkIn() since the last one, so a
@@ -84,6 +84,9 @@ struct AcquireOptions {
   // Print a line to stderr and _exit(70) when the lease is lost: for work that must not outlive it.
   bool exitOnLoss = false;
 };
+
+// AcquireOptions::wait with no deadline (an election's campaign); other waits are at most 1 h.
+constexpr Millis kWaitForever{0xFFFFFFFF};
 
 struct HolderInfo {
   bool held = false;
@@ -271,6 +274,35 @@ class AcquireRequest {
   std::shared_ptr<AcquireRequestState> state_;  // shared with the I/O thread until done
 };
 
+// What a holder watch reports (Client::watchHolder). Hints for standbys and people, never a
+// fence: only the storage's token check is one.
+enum class HolderState {
+  kHeld,     // `info` names the holder
+  kFree,     // nobody holds the lock
+  kUnknown,  // the sidecar cannot vouch for its session, or the connection to it is down: `detail`
+};
+struct HolderChange {
+  HolderState state = HolderState::kUnknown;
+  HolderInfo info;     // kHeld: token, owner label, since
+  std::string detail;  // kUnknown: why
+};
+using HolderChangeCallback = std::function<void(const HolderChange&)>;
+
+// A holder watch under way (Client::watchHolder). Destroying it ends the watch: no call of its
+// callback begins after the destructor returns (it may be destroyed from its own callback).
+class HolderWatch {
+ public:
+  ~HolderWatch();
+  HolderWatch(const HolderWatch&) = delete;
+  HolderWatch& operator=(const HolderWatch&) = delete;
+
+ private:
+  friend class Client;
+  HolderWatch(std::weak_ptr<ClientImpl> client, uint64_t key);
+  std::weak_ptr<ClientImpl> client_;
+  uint64_t key_;
+};
+
 class Client;
 namespace internal {
 int connectionFd(const Client& client);  // client_lib/src/client_internal.h
@@ -300,6 +332,14 @@ class Client {
   std::unique_ptr<AcquireRequest> acquireAsync(const std::string& name,
                                                const AcquireOptions& options);
   Status holder(const std::string& name, HolderInfo* out);
+  // Calls `onChange` with the holder of `name` now, then on every change, pushed by the sidecar
+  // from its one ZooKeeper watch of the lock (changes may be coalesced; a token is never lower
+  // than one reported before). kUnknown while the sidecar cannot vouch for its session and while
+  // the connection to it is down; the watch resumes by itself after a reconnect. `onChange` runs
+  // on the client's I/O thread: keep it short, do not call the client from it. nullptr (and
+  // `*status` says why) for an invalid name or when the sidecar refused the watch.
+  std::unique_ptr<HolderWatch> watchHolder(const std::string& name, HolderChangeCallback onChange,
+                                           Status* status = nullptr);
   Status status(SidecarStatus* out);
   // The same answer as JSON: Cap'n Proto's JsonCodec encoding of the schema's Status (field names
   // as in ipc/fencekeeper.capnp, 64-bit numbers as strings), as the status socket's /status has it.

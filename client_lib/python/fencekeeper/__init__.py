@@ -7,6 +7,8 @@
             store.write(data, fence_token=lease.token)
 
 With asyncio, ``AsyncClient``: ``async with client.lock("reconcile", ttl=30) as lease:``.
+Who holds a lock, as it changes: ``client.watch_holder(name)``; leader election:
+``client.election(name, owner)``.
 
 Loss is fatal to the work in hand: once a lease is lost, another process may hold the lock with
 a larger token; stop at once. Storage that checks tokens rejects what a stale holder sends.
@@ -17,6 +19,7 @@ tree, or the system loader.
 """
 from .aio import AsyncClient
 from .client import Client, HolderInfo, Lease, LostCallback, Seconds
+from .holders import AsyncHolderWatch, Election, HolderChange, HolderState, HolderWatch
 from .errors import (Cancelled, ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
                      InvalidName, LimitReached, LossReason, Lost, NotHeld, PermissionDenied,
                      ShuttingDown, SidecarUnavailable, TimedOut, WrongThread, ZkUnavailable)
@@ -24,7 +27,8 @@ from .errors import (Cancelled, ErrorCode, Expired, FencekeeperError, InternalEr
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "Lease", "HolderInfo", "LostCallback", "Seconds", "ErrorCode", "LossReason",
+    "Client", "AsyncClient", "Lease", "HolderInfo", "HolderChange", "HolderState", "HolderWatch",
+    "AsyncHolderWatch", "Election", "LostCallback", "Seconds", "ErrorCode", "LossReason",
     "FencekeeperError", "InvalidName", "InvalidArgument", "TimedOut", "NotHeld", "Expired",
     "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError", "PermissionDenied",
     "SidecarUnavailable", "WrongThread", "Cancelled",

@@ -55,7 +55,11 @@ class HolderInfo(ctypes.Structure):
     ]
 
 
-_P = ctypes.c_void_p  # fk_client*, fk_lease* and fk_request*: opaque
+# on_change(user_data, state, info, detail) of fk_watch_holder
+HolderFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(HolderInfo),
+                            ctypes.c_char_p)
+
+_P = ctypes.c_void_p  # fk_client*, fk_lease*, fk_request* and fk_holder_watch*: opaque
 _ERR = ctypes.POINTER(Error)
 
 _PROTOTYPES = {
@@ -90,6 +94,9 @@ _PROTOTYPES = {
     "fk_lease_release": (ctypes.c_int, [_P, _ERR]),
     "fk_lease_free": (None, [_P]),
     "fk_holder": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.POINTER(HolderInfo), _ERR]),
+    "fk_watch_holder": (ctypes.c_int, [_P, ctypes.c_char_p, HolderFn, ctypes.c_void_p,
+                                       ctypes.POINTER(_P), _ERR]),
+    "fk_holder_watch_free": (None, [_P]),
     # The text is the library's (a void pointer, not c_char_p, which would copy and lose it).
     "fk_status_json": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_void_p), _ERR]),
     "fk_free": (None, [ctypes.c_void_p]),

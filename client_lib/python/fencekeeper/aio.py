@@ -15,6 +15,7 @@ import os
 from typing import Any, Dict, Generator, Optional, Union
 
 from .client import Client, HolderInfo, Lease, LostCallback, Seconds
+from .holders import AsyncHolderWatch
 
 
 class _AsyncLock:
@@ -59,6 +60,10 @@ class AsyncClient:
     async def acquire(self, name: str, **kwargs: Any) -> Lease:
         """:meth:`Client.acquire`, awaited."""
         return await self.sync.acquire_async(name, **kwargs)
+
+    def watch_holder(self, name: str) -> AsyncHolderWatch:
+        """:meth:`Client.watch_holder` as an async iterator: ``async for change in watch``."""
+        return AsyncHolderWatch(self.sync, name)
 
     async def holder(self, name: str) -> HolderInfo:
         return await asyncio.to_thread(self.sync.holder, name)

@@ -84,6 +84,13 @@ class HolderInfo:
         return datetime.datetime.fromtimestamp(self.since_unix_ms / 1000, datetime.timezone.utc)
 
 
+def _holder_info(info: _native.HolderInfo) -> HolderInfo:
+    return HolderInfo(held=bool(info.held), token=int(info.token),
+                      owner=info.owner_label.decode("utf-8", "replace"),
+                      since_unix_ms=int(info.since_unix_ms), waiters=int(info.waiters),
+                      this_sidecar=bool(info.this_sidecar))
+
+
 class Lease:
     """A granted lease on a named lock. Get one from :meth:`Client.acquire` or
     :meth:`Client.lock`; do not construct it.
@@ -386,10 +393,22 @@ class Client:
             code = self._lib.fk_holder(handle, encoded_name, ctypes.byref(info),
                                        ctypes.byref(err))
         _check(code, err)
-        return HolderInfo(held=bool(info.held), token=int(info.token),
-                          owner=info.owner_label.decode("utf-8", "replace"),
-                          since_unix_ms=int(info.since_unix_ms), waiters=int(info.waiters),
-                          this_sidecar=bool(info.this_sidecar))
+        return _holder_info(info)
+
+    def watch_holder(self, name: str) -> "HolderWatch":
+        """Who holds ``name`` now, then each change, pushed by the sidecar from its one ZooKeeper
+        watch of the lock: iterate the returned :class:`~fencekeeper.HolderWatch` (``for change
+        in client.watch_holder("x")``), and close it (or leave its ``with`` block) to stop.
+        Changes may be coalesced; a token is never lower than one reported before.
+        ``HolderState.UNKNOWN`` while the sidecar cannot vouch for its session or the connection
+        is down (the watch resumes after a reconnect). Hints, never a fence."""
+        from .holders import HolderWatch
+        return HolderWatch(self, name)
+
+    def election(self, name: str, owner: str, ttl: Seconds = 30) -> "Election":
+        """Leader election on ``name``'s queue, as ``owner``: see :class:`~fencekeeper.Election`."""
+        from .holders import Election
+        return Election(self, name, owner, ttl)
 
     def status(self) -> Dict[str, Any]:
         """The sidecar's state: the document its status socket serves at ``GET /status``
