@@ -37,6 +37,9 @@ int fk_scenario_cancel_from_signal_handler(const char* socket);
 /* A grant no wait took is released when the request is freed, and one that crosses a cancel is
  * either handed over or released: never left held by nobody. */
 int fk_scenario_untaken_grant_is_released(const char* socket);
+/* fk_watch_holder(): the holder now, then each change; refused arguments and names (with why);
+ * no call after fk_holder_watch_free(). */
+int fk_scenario_holder_watch(const char* socket);
 /* fk_status() and fk_status_json() (freed with fk_free()) with no lease and with one; sizes and
  * NULLs refused. */
 int fk_scenario_status(const char* socket);

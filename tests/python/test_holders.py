@@ -178,9 +178,12 @@ class ElectionInteropTest(fk_harness.ClusterTestCase):
         kazoo_resign.set()  # kazoo's leader function returns: it resigns
         fk_harness.wait_until(lambda: os.path.exists(os.path.join(marks, "second.token")), 15,
                               "the second fencectl to lead after kazoo")
-        first_token = int(open(os.path.join(marks, "first.token")).read())
-        second_token = int(open(os.path.join(marks, "second.token")).read())
-        self.assertGreater(second_token, first_token)
+        self.assertGreater(self.token(marks, "second"), self.token(marks, "first"))
+
+    @staticmethod
+    def token(marks, who):
+        with open(os.path.join(marks, "%s.token" % who)) as f:
+            return int(f.read())
 
     def test_a_lost_leadership_exits_76_or_campaigns_again_with_rerun(self):
         for rerun in (False, True):
