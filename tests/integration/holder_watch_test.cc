@@ -188,6 +188,35 @@ TEST_F(HolderWatchTest, ASidecarRestartIsUnknownThenTheWatchResumesByItself) {
       << "the watch resumed on the new connection";
 }
 
+TEST_F(HolderWatchTest, ElectionCampaignsResignsAndObserversSeeTheLeader) {
+  auto clientA = cluster.connect(0);
+  auto clientB = cluster.connect(1);
+  Election a(*clientA, "elect/cpp", "node-a", kTtl);
+  Election b(*clientB, "elect/cpp", "node-b", kTtl);
+  Recorder seen;
+  auto observer = b.observe(seen.callback());
+  ASSERT_TRUE(observer);
+  Status s;
+  auto leadingA = a.campaign(kWaitForever, &s);
+  ASSERT_TRUE(leadingA) << s.message;
+  ASSERT_TRUE(waitUntil([&] { return seen.lastIs(HolderState::kHeld, leadingA->token()); }));
+  EXPECT_EQ(seen.last()->info.ownerLabel, "node-a");
+
+  auto standby = b.campaignAsync();  // no deadline: stands by until a resigns
+  HolderInfo leader;
+  ASSERT_TRUE(waitUntil([&] { return a.leader(&leader).ok() && leader.waiters == 1; }));
+  EXPECT_EQ(leader.ownerLabel, "node-a");
+  EXPECT_EQ(standby->wait(milliseconds(0), &s), nullptr);
+  EXPECT_EQ(s.code, ErrorCode::kInProgress);
+
+  ASSERT_TRUE(leadingA->release().ok());  // a resigns
+  auto leadingB = standby->wait(milliseconds(20000), &s);
+  ASSERT_TRUE(leadingB) << s.message;
+  EXPECT_GT(leadingB->token(), leadingA->token());
+  ASSERT_TRUE(waitUntil([&] { return seen.lastIs(HolderState::kHeld, leadingB->token()); }));
+  EXPECT_EQ(seen.last()->info.ownerLabel, "node-b");
+}
+
 TEST_F(HolderWatchTest, AnInvalidNameIsRefusedWithWhy) {
   auto client = cluster.connect(0);
   Recorder seen;

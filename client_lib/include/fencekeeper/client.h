@@ -364,6 +364,33 @@ class Client {
   std::shared_ptr<ClientImpl> impl_;  // shared with its leases' weak references
 };
 
+// Leader election on the queue of lock `name` (kazoo's Election on the same path takes its turn
+// in the same queue). The leader holds a lease: its token() is the leader's fencing token, it is
+// bounded by its TTL (kept alive by the client) and the sidecar's vouching, and its loss is
+// fatal to the leader's work. Resign by releasing (or destroying) the leadership lease.
+class Election {
+ public:
+  Election(Client& client, std::string name, std::string owner, Millis ttl = Millis(30'000));
+  // Stands by until this process leads, or `wait` passed (kTimedOut): the leadership lease, or
+  // nullptr and `*status` says why. The options' onLost and exitOnLoss apply to it.
+  std::unique_ptr<Lease> campaign(Millis wait = kWaitForever, Status* status = nullptr,
+                                  LossCallback onLost = nullptr);
+  // campaign() without blocking: wait for it, poll its fd, or cancel it.
+  std::unique_ptr<AcquireRequest> campaignAsync(Millis wait = kWaitForever,
+                                                LossCallback onLost = nullptr);
+  // Who leads now (owner label, token); out->held false when nobody does.
+  Status leader(HolderInfo* out);
+  // The leader now, then each change (Client::watchHolder).
+  std::unique_ptr<HolderWatch> observe(HolderChangeCallback onChange, Status* status = nullptr);
+
+ private:
+  AcquireOptions options(Millis wait, LossCallback onLost) const;
+  Client& client_;
+  const std::string name_;
+  const std::string owner_;
+  const Millis ttl_;
+};
+
 // The default socket: $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock.
 std::string defaultSocketPath();
 
