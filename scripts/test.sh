@@ -28,5 +28,5 @@ if [ "${FK_SANITIZERS:-0}" = 1 ]; then
     bash "$here/scripts/build.sh"
   cd "$here/build-tsan"
   TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" ctest --output-on-failure --timeout 900 -j"${FK_TEST_JOBS:-2}" \
-    -R "LeaseTest|LeaseTableStress|LeaseTableOrderTest|CAbiTest|AcquireAsyncTest|ReconnectTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
+    -R "LeaseTest|LeaseTableStress|LeaseTableOrderTest|CAbiTest|AcquireAsyncTest|ReconnectTest|HolderWatchTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
 fi
