@@ -122,7 +122,7 @@ void fillHolderInfo(const engine::HolderInfo& h, ipc::HolderInfo::Builder info) 
 
 // Pushes a holder watch's changes to its client's watcher, one call at a time: what changes while
 // a call is out is coalesced to the latest, so a slow client costs one pending change, not a queue.
-class HolderPush {
+class HolderPush : public std::enable_shared_from_this<HolderPush> {
  public:
   explicit HolderPush(ipc::HolderWatcher::Client watcher) : watcher_(kj::mv(watcher)) {}
   void push(const engine::HolderChange& change) {
@@ -139,8 +139,7 @@ class HolderPush {
     fillHolderInfo(pending_->info, out.initInfo());
     pending_.reset();
     inFlight_ = true;
-    std::weak_ptr<HolderPush> self = self_;
-    auto done = [self](bool delivered) {
+    auto done = [self = weak_from_this()](bool delivered) {
       auto push = self.lock();
       if (!push) return;
       push->inFlight_ = false;
@@ -156,9 +155,6 @@ class HolderPush {
   std::optional<engine::HolderChange> pending_;
   bool inFlight_ = false;
   bool gone_ = false;
-
- public:
-  std::shared_ptr<HolderPush> self_;  // set by its maker; a weak reference for the answers
 };
 
 // One holder watch of a connection. Dropping it (client drop, connection close) ends the watch.
@@ -172,7 +168,6 @@ class HolderWatchImpl final : public ipc::HolderWatch::Server {
   ~HolderWatchImpl() noexcept(false) {
     budget_->holderWatchDropped();
     engine_.unwatchHolder(id_);
-    push_->self_.reset();
   }
 
  private:
@@ -311,7 +306,6 @@ class SidecarImpl final : public ipc::Sidecar::Server {
       return;
     }
     auto push = std::make_shared<HolderPush>(params.getWatcher());
-    push->self_ = push;
     engine::LeaseError error;
     std::weak_ptr<HolderPush> weak = push;
     auto id = ctx_.engine.watchHolder(
@@ -321,7 +315,6 @@ class SidecarImpl final : public ipc::Sidecar::Server {
         },
         error);
     if (error != engine::LeaseError::kOk) {
-      push->self_.reset();
       results.setError(toIpc(error));
       results.setDetail(engine::lockNameProblem(name).value_or("invalid lock name"));
       return;
