@@ -33,6 +33,7 @@ std::string refusedBy(const std::string& operation, const std::string& path) {
 }  // namespace
 
 enum class LockEngine::State { kCreating, kWaiting, kHeld, kReleased, kLost };
+enum class LockEngine::OwnWatch { kNone, kAsked, kArmed };
 
 namespace {
 const char* stateName(int state) {
@@ -77,7 +78,10 @@ struct LockEngine::Request {
   bool renewFailureNoted = false;
   LossReason lossReason = LossReason::kTtlExpired;
   bool recreateOnConnect = false;
-  bool ownWatchArmed = false;  // a watch on our held node is registered with the server
+  // The watch on our node: asked for when the node is made (a waiter's own node may be deleted
+  // behind its back too), registered once ZooKeeper answered.
+  OwnWatch ownWatch = OwnWatch::kNone;
+  std::string predecessor;  // the node it watches while waiting
   std::function<void(AcquireOutcome)> done;
 };
 
@@ -98,6 +102,19 @@ auto LockEngine::resume(const Request& r, State state, Step step, Stale stale) {
 template <typename Step>
 auto LockEngine::resume(const Request& r, State state, Step step) {
   return resume(r, state, std::move(step), [](auto&&...) {});
+}
+
+template <typename Step>
+auto LockEngine::resumeOwnNode(const Request& r, Step step) {
+  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt, node = r.node,
+          step = std::move(step)](auto&&... args) mutable {
+    if (!alive.lock()) return;
+    Request* again = find(id, attempt);
+    if (!again || again->node != node) return;
+    if (again->state == State::kWaiting || again->state == State::kHeld) {
+      step(*again, std::forward<decltype(args)>(args)...);
+    }
+  };
 }
 
 void LockEngine::moveTo(Request& r, State next) {
@@ -299,6 +316,8 @@ void LockEngine::startCreate(Request& r) {
   moveTo(r, State::kCreating);
   r.node.clear();
   r.position.reset();
+  r.predecessor.clear();
+  r.ownWatch = OwnWatch::kNone;
   zk_.create(r.lockPath + "/" + guidOf(r.id) + kLockMarker, r.spec.ownerLabel,
              zk::CreateMode::kEphemeralSequential,
              resume(
@@ -319,6 +338,9 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
       r.stat = res.stat;
       moveTo(r, State::kWaiting);
       checkQueue(r);
+      // Right behind the listing (it answers first): a waiter learns of its node's deletion
+      // before any later event, and a grant finds the watch already asked for.
+      if (r.spec.wait.count() != 0) watchOwnNode(r);
       return;
     case zk::Code::kNoNode:
       ensureParents(r, 0, 0);
@@ -486,11 +508,7 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
   }
   std::string mine = baseName(r.node);
   auto own = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.name == mine; });
-  if (own == queue.end()) {
-    // Our node is gone without a session expiry (deleted by someone): queue again, it was not held.
-    spdlog::warn("lock {}: waiting node {} vanished; queueing again", r.spec.name, r.node);
-    return startCreate(r);
-  }
+  if (own == queue.end()) return ownNodeGone(r);  // deleted by someone, no session expiry
   const QueueNode* predecessor = nullptr;
   uint32_t ahead = 0;
   for (auto& q : queue) {
@@ -506,7 +524,32 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
   watchPredecessor(r, r.lockPath + "/" + predecessor->name);
 }
 
+// Whether the deletion of `predecessor` makes `r` the lowest in its queue without listing it
+// again: it was the only node ahead at the last listing, and a node made later gets a higher
+// sequence number. Two more conditions: our own node stands (its watch is armed, and would have
+// fired before this deletion was told), and the deleted node is not a lease this sidecar still
+// counts as held (deleted behind its back: its holder must be told of the loss first).
+bool LockEngine::nextAfter(const Request& r, const std::string& predecessor) const {
+  if (r.predecessor != predecessor || r.position != 1u || r.ownWatch != OwnWatch::kArmed) {
+    return false;
+  }
+  std::string name = baseName(predecessor);
+  if (auto id = idOfGuid(std::string_view(name).substr(0, name.find(kLockMarker)))) {
+    const Request* ahead = find(*id);
+    if (ahead && ahead->state == State::kHeld && ahead->node == predecessor) return false;
+  }
+  return true;
+}
+
 void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
+  r.predecessor = predecessor;
+  auto onChange = [this, predecessor](Request& r, zk::WatchEvent event) {
+    // A watch of an earlier place in the queue (its node was made again since): the current
+    // predecessor's watch, or the listing in flight, tells what matters now.
+    if (r.predecessor != predecessor) return;
+    if (event == zk::WatchEvent::kDeleted && nextAfter(r, predecessor)) return grant(r);
+    checkQueue(r);
+  };
   zk_.getAndWatch(predecessor,
                   resume(r, State::kWaiting,
                          [this, predecessor](Request& r, const zk::GetResult& res) {
@@ -526,7 +569,7 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
                                  resume(r, State::kWaiting, [this](Request& r) { checkQueue(r); }));
                            }
                          }),
-                  resume(r, State::kWaiting, [this](Request& r) { checkQueue(r); }));
+                  resume(r, State::kWaiting, std::move(onChange)));
 }
 
 void LockEngine::grant(Request& r) {
@@ -574,34 +617,39 @@ void LockEngine::armTtlTimer(Request& r) {
   });
 }
 
-// A held lease's node can be deleted by another path (an operator, a recovery tool), or belong to
-// a session that is no longer ours: notice it. Armed at grant and again after every reconnect (a
-// watch set while disconnected never arrives at the server).
+// A request's node can be deleted by another path (an operator, a recovery tool), or belong to
+// a session that is no longer ours: notice it. Asked for once a waiter's node is made, else at
+// grant; asked for again after a reconnect if it was not registered (a watch asked for while
+// disconnected never arrives at the server).
 void LockEngine::watchOwnNode(Request& r) {
-  if (r.ownWatchArmed) {
-    // The client re-registers a watch it holds when it reconnects: only check, arm no second.
-    zk_.get(r.node, resume(r, State::kHeld, [this](Request& r, const zk::GetResult& res) {
-              onOwnNode(r, false, res);
-            }));
-    return;
-  }
-  zk_.getAndWatch(r.node,
-                  resume(r, State::kHeld,
-                         [this](Request& r, const zk::GetResult& res) { onOwnNode(r, true, res); }),
-                  resume(r, State::kHeld, [this](Request& r) {
-                    r.ownWatchArmed = false;
-                    watchOwnNode(r);
-                  }));
+  if (r.ownWatch != OwnWatch::kNone) return;  // registered, or its answer is on the way
+  r.ownWatch = OwnWatch::kAsked;
+  zk_.getAndWatch(
+      r.node,
+      resumeOwnNode(r, [this](Request& r, const zk::GetResult& res) { onOwnNode(r, true, res); }),
+      resumeOwnNode(r, [this](Request& r, zk::WatchEvent event) {
+        r.ownWatch = OwnWatch::kNone;
+        if (event == zk::WatchEvent::kDeleted) return ownNodeGone(r);
+        watchOwnNode(r);  // changed: still there, watch it again
+      }));
 }
 
 void LockEngine::onOwnNode(Request& r, bool arming, const zk::GetResult& res) {
-  if (arming && res.code == zk::Code::kOk) r.ownWatchArmed = true;
+  if (arming) r.ownWatch = res.code == zk::Code::kOk ? OwnWatch::kArmed : OwnWatch::kNone;
   if (res.code == zk::Code::kNoNode) {
-    lose(r, LossReason::kReleasedElsewhere);
-  } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId()) {
-    lose(r, LossReason::kSessionLost);
+    ownNodeGone(r);
+  } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId() &&
+             r.state == State::kHeld) {
+    lose(r, LossReason::kSessionLost);  // (a waiter's node is checked at its grant)
   }
   // Connection loss: the reconnect checks and arms it again.
+}
+
+void LockEngine::ownNodeGone(Request& r) {
+  if (r.state == State::kHeld) return lose(r, LossReason::kReleasedElsewhere);
+  // Deleted by someone while it waited: queue again, it was not held.
+  spdlog::warn("lock {}: waiting node {} vanished; queueing again", r.spec.name, r.node);
+  startCreate(r);
 }
 
 // ---- loss, failure, release --------------------------------------------------------------------
@@ -856,7 +904,15 @@ void LockEngine::onSessionState(zk::SessionState state) {
 // After a reconnect: each held lease's node must still exist and belong to this session.
 void LockEngine::verifyHeldNodes() {
   for (auto& [id, r] : requests_) {
-    if (r->state == State::kHeld) watchOwnNode(*r);
+    if (r->state != State::kHeld) continue;
+    if (r->ownWatch != OwnWatch::kArmed) {
+      watchOwnNode(*r);
+      continue;
+    }
+    // The client re-registers a watch it holds when it reconnects: only check, arm no second.
+    zk_.get(r->node, resumeOwnNode(*r, [this](Request& r, const zk::GetResult& res) {
+              onOwnNode(r, false, res);
+            }));
   }
 }
 

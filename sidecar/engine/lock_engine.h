@@ -127,6 +127,7 @@ class LockEngine {
  private:
   struct Request;
   enum class State;
+  enum class OwnWatch;
   static PeerTally::Bucket bucketOf(State state);
 
   // Lifetime rules of the engine's callbacks:
@@ -145,6 +146,10 @@ class LockEngine {
   auto resume(const Request& r, State state, Step step, Stale stale);
   template <typename Step>
   auto resume(const Request& r, State state, Step step);
+  // As resume(), for the answers and the watch of the request's own node: they serve it waiting
+  // or held, as long as it has that node.
+  template <typename Step>
+  auto resumeOwnNode(const Request& r, Step step);
   template <typename Fn>
   auto whileAlive(Fn fn) {
     return [alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)](auto&&... args) mutable {
@@ -174,6 +179,7 @@ class LockEngine {
   void checkQueue(Request& r);
   void onChildren(Request& r, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);
+  bool nextAfter(const Request& r, const std::string& predecessor) const;
   // One read of a lock's holder: its queue, then the lowest entry. `onChange` set: the queue
   // listing arms a children watch with it.
   struct HolderRead {
@@ -215,6 +221,7 @@ class LockEngine {
   void sweepOrphans(const std::string& lockPath, const std::vector<std::string>& children);
   void retryLater(const Request& r, std::function<void(Request&)> step);
   void onOwnNode(Request& r, bool arming, const zk::GetResult& res);
+  void ownNodeGone(Request& r);
   void onSessionState(zk::SessionState state);
   void onUnsafe();
   void onGrantable();

@@ -78,7 +78,7 @@ void LockEngine::refreshHolder(const std::string& path) {
   bool arming = !w.armed;
   zk::Client::WatchCallback onChange;
   if (arming) {
-    onChange = whileAlive([this, path, generation] {
+    onChange = whileAlive([this, path, generation](zk::WatchEvent) {
       auto it = holderWatches_.find(path);
       if (it == holderWatches_.end() || it->second.generation != generation) return;
       it->second.armed = false;

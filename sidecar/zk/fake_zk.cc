@@ -261,20 +261,21 @@ Code FakeZkServer::doRemove(const std::string& path) {
 }
 
 void FakeZkServer::fireWatches(const std::string& path, bool deleted) {
-  auto fire = [this](const std::string& at, bool children) {
+  auto fire = [this](const std::string& at, bool children, WatchEvent event) {
     auto range = watches_.equal_range(at);
     for (auto it = range.first; it != range.second;) {
       if (it->second.onChildren != children) {
         ++it;
         continue;
       }
-      it->second.client->post(std::move(it->second.fn));
+      it->second.client->post([fn = std::move(it->second.fn), event] { fn(event); });
       it = watches_.erase(it);
     }
   };
-  fire(path, false);
-  if (deleted) fire(path, true);
-  if (path != "/") fire(parentOf(path), true);
+  WatchEvent onPath = deleted ? WatchEvent::kDeleted : WatchEvent::kChanged;
+  fire(path, false, onPath);
+  if (deleted) fire(path, true, onPath);
+  if (path != "/") fire(parentOf(path), true, WatchEvent::kChanged);
 }
 
 }  // namespace fencekeeper::zk

@@ -110,10 +110,13 @@ void FaultyZkClient::reconnect() {
 }
 
 Client::WatchCallback FaultyZkClient::watched(WatchCallback onChange) {
-  return [this, alive = std::weak_ptr<bool>(alive_), onChange = std::move(onChange)] {
+  return [this, alive = std::weak_ptr<bool>(alive_), onChange = std::move(onChange)](
+             WatchEvent event) {
     if (!alive.lock()) return;
-    if (disconnected_) return missedWatches_.push_back(onChange);  // told after the reconnect
-    onChange();
+    if (disconnected_) {  // told after the reconnect
+      return missedWatches_.push_back([onChange, event] { onChange(event); });
+    }
+    onChange(event);
   };
 }
 

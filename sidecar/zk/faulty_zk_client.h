@@ -110,7 +110,7 @@ class FaultyZkClient final : public Client {
   std::deque<std::function<void()>> stalled_;           // sends held back
   std::vector<CreateFault> createFaults_;
   std::vector<SessionState> missedStates_;  // of the wrapped client, while disconnected
-  std::vector<WatchCallback> missedWatches_;
+  std::vector<std::function<void()>> missedWatches_;  // with the event each saw
   SessionState told_;
   std::function<void(SessionState)> listener_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -167,7 +167,9 @@ void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
     if (!watch->shared->watches.erase(watch)) return;
   }
   auto shared = watch->shared;
-  shared->post(shared, std::move(watch->onChange));
+  // (ZOO_NOTWATCHING_EVENT, a watch removed, counts as a change: the caller looks again.)
+  WatchEvent event = type == ZOO_DELETED_EVENT ? WatchEvent::kDeleted : WatchEvent::kChanged;
+  shared->post(shared, [onChange = std::move(watch->onChange), event] { onChange(event); });
   delete watch;
 }
 

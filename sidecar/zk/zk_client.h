@@ -70,6 +70,10 @@ enum class SessionState {
 };
 const char* sessionStateName(SessionState state);
 
+// What fired a watch. A waiter that knows its predecessor was deleted (not merely changed) can
+// take the lock without listing its queue again.
+enum class WatchEvent { kChanged, kDeleted };
+
 struct CreateResult {
   Code code;
   std::string path;  // the created path (with its sequence suffix)
@@ -98,9 +102,10 @@ class Client {
   using GetCallback = std::function<void(GetResult)>;
   using CodeCallback = std::function<void(Code)>;
   using AclCallback = std::function<void(AclResult)>;
-  // Called at most once, when the watched node is deleted or changed. A watch may end without a
-  // call when the session expires or the client closes: the session listener says so.
-  using WatchCallback = std::function<void()>;
+  // Called at most once, when the watched node is deleted or changed (its data, or its children
+  // for a children watch). A watch may end without a call when the session expires or the client
+  // closes: the session listener says so.
+  using WatchCallback = std::function<void(WatchEvent)>;
 
   // The node gets the client's ACL: with credentials, all rights for their identity (parents
   // too: ZooKeeper checks create and delete on the parent) and read for the world; else open.

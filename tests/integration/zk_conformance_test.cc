@@ -150,13 +150,19 @@ TYPED_TEST(ZkConformanceTest, WatchFiresOnceWhenTheNodeIsDeleted) {
   auto& c = *this->client;
   this->create(c, this->path("/w"), CreateMode::kPersistent);
   int fired = 0;
+  std::optional<zk::WatchEvent> event;
   std::optional<Code> answered;
   c.getAndWatch(
-      this->path("/w"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+      this->path("/w"), [&](zk::GetResult r) { answered = r.code; },
+      [&](zk::WatchEvent e) {
+        ++fired;
+        event = e;
+      });
   ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
   EXPECT_EQ(*answered, Code::kOk);
   this->env.remove(this->path("/w"));  // by another session
   ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+  EXPECT_EQ(event, zk::WatchEvent::kDeleted) << "a waiter takes the lock on a deletion alone";
   this->env.create(this->path("/w"), "", CreateMode::kPersistent);
   this->env.remove(this->path("/w"));
   this->env.settle();
@@ -168,7 +174,7 @@ TYPED_TEST(ZkConformanceTest, WatchOnAMissingNodeIsNotLeftBehind) {
   int fired = 0;
   std::optional<Code> answered;
   c.getAndWatch(
-      this->path("/later"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+      this->path("/later"), [&](zk::GetResult r) { answered = r.code; }, [&](zk::WatchEvent) { ++fired; });
   ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
   EXPECT_EQ(*answered, Code::kNoNode);
   this->env.create(this->path("/later"), "", CreateMode::kPersistent);
@@ -183,9 +189,14 @@ TYPED_TEST(ZkConformanceTest, ChildrenWatchFiresOnceOnAChildCreatedOrDeleted) {
   this->create(c, this->path("/cw"), CreateMode::kPersistent);
   for (bool byCreate : {true, false}) {
     int fired = 0;
+    std::optional<zk::WatchEvent> event;
     std::optional<zk::ChildrenResult> answered;
     c.getChildrenAndWatch(
-        this->path("/cw"), [&](zk::ChildrenResult r) { answered = r; }, [&] { ++fired; });
+        this->path("/cw"), [&](zk::ChildrenResult r) { answered = r; },
+        [&](zk::WatchEvent e) {
+          ++fired;
+          event = e;
+        });
     ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
     ASSERT_EQ(answered->code, Code::kOk);
     EXPECT_EQ(answered->children.size(), byCreate ? 0u : 1u);
@@ -195,6 +206,7 @@ TYPED_TEST(ZkConformanceTest, ChildrenWatchFiresOnceOnAChildCreatedOrDeleted) {
       this->env.remove(this->path("/cw/a"));
     }
     ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+    EXPECT_EQ(event, zk::WatchEvent::kChanged) << "a child came or went, the node is still there";
     this->env.create(this->path("/cw/b"), "", CreateMode::kPersistent);
     this->env.remove(this->path("/cw/b"));
     this->env.settle();
@@ -206,18 +218,24 @@ TYPED_TEST(ZkConformanceTest, ChildrenWatchFiresWhenTheNodeItselfIsDeletedAndIsN
   auto& c = *this->client;
   this->create(c, this->path("/cd"), CreateMode::kPersistent);
   int fired = 0;
+  std::optional<zk::WatchEvent> event;
   std::optional<Code> answered;
   c.getChildrenAndWatch(
-      this->path("/cd"), [&](zk::ChildrenResult r) { answered = r.code; }, [&] { ++fired; });
+      this->path("/cd"), [&](zk::ChildrenResult r) { answered = r.code; },
+      [&](zk::WatchEvent e) {
+        ++fired;
+        event = e;
+      });
   ASSERT_TRUE(this->env.until([&] { return answered == Code::kOk; }));
   this->env.remove(this->path("/cd"));
   ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+  EXPECT_EQ(event, zk::WatchEvent::kDeleted);
 
   int firedMissing = 0;
   answered.reset();
   c.getChildrenAndWatch(
       this->path("/cd"), [&](zk::ChildrenResult r) { answered = r.code; },
-      [&] { ++firedMissing; });
+      [&](zk::WatchEvent) { ++firedMissing; });
   ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
   EXPECT_EQ(*answered, Code::kNoNode);
   this->env.create(this->path("/cd"), "", CreateMode::kPersistent);
@@ -272,7 +290,7 @@ TYPED_TEST(ZkConformanceTest, WatchEndsSilentlyWithAnExpiredSession) {
   int fired = 0;
   std::optional<Code> answered;
   c.getAndWatch(
-      this->path("/ws"), [&](zk::GetResult r) { answered = r.code; }, [&] { ++fired; });
+      this->path("/ws"), [&](zk::GetResult r) { answered = r.code; }, [&](zk::WatchEvent) { ++fired; });
   ASSERT_TRUE(this->env.until([&] { return answered == Code::kOk; }));
   this->env.expire(c);
   ASSERT_TRUE(this->env.until([&] { return expiredThenConnected(seen); }));

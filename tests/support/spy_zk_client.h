@@ -10,18 +10,20 @@
 namespace fencekeeper::testing {
 
 // Passes every request on; calls `onRemove` with the path before a delete is sent and counts the
-// children watches asked for.
+// listings and the children watches asked for.
 class SpyZkClient final : public zk::Client {
  public:
   explicit SpyZkClient(zk::Client& inner) : inner_(inner) {}
   std::function<void(const std::string&)> onRemove;
   std::map<std::string, int> childrenWatches;  // by path
+  std::map<std::string, int> listings;         // getChildren, by path
 
   void create(const std::string& p, const std::string& d, zk::CreateMode m,
               CreateCallback done) override {
     inner_.create(p, d, m, std::move(done));
   }
   void getChildren(const std::string& p, ChildrenCallback done) override {
+    ++listings[p];
     inner_.getChildren(p, std::move(done));
   }
   void getChildrenAndWatch(const std::string& p, ChildrenCallback done, WatchCallback w) override {

@@ -113,7 +113,7 @@ TEST_F(LockEngineTest, WaiterWakesOnlyWhenItsPredecessorGoes) {
     return parseQueueNode(l)->sequence < parseQueueNode(r)->sequence;
   });
   // The middle node vanishes: the third now waits on the first and is not granted. The second,
-  // whose node it was, notices when its own predecessor goes, and queues again at the back.
+  // whose node it was, notices at once (its own node's watch) and queues again at the back.
   server.removeExternally("/fencekeeper/locks/x/" + names[1]);
   settle();
   EXPECT_FALSE(third->outcome);
