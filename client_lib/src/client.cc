@@ -30,6 +30,7 @@
 #include "common/kj_loop.h"
 #include "common/socket_path.h"
 #include "ipc/fencekeeper.capnp.h"
+#include "ipc/message_size.h"
 
 namespace fencekeeper {
 
@@ -578,7 +579,8 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
   state->key = key;
   state->name = name;
   state->options = options;
-  auto request = KJ_ASSERT_NONNULL(sidecar_).acquireRequest();
+  auto request = KJ_ASSERT_NONNULL(sidecar_).acquireRequest(
+      ipc::sizeFor<ipc::Sidecar::AcquireParams>(name.size() + options.ownerLabel.size() + 8, 1));
   request.setName(name);
   request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(options.ttl.count(), UINT32_MAX)));
   Millis wait = options.wait == kWaitForever ? kWaitForever
@@ -605,7 +607,7 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
         auto refresh = kj::Promise<Status>(Status{});
         if (Clock::now() - sentAt > Millis(response.getValidMs()) / 4) {
           auto askedAt = Clock::now();
-          refresh = lease.cap.tokenRequest().send().then(
+          refresh = lease.cap.tokenRequest(ipc::sizeFor<ipc::Lease::TokenParams>()).send().then(
               [state, askedAt](capnp::Response<ipc::Lease::TokenResults> r) {
                 if (r.getError() != ipc::Error::OK) return failure(r);
                 state->setValidity(askedAt, r.getValidMs());
@@ -690,7 +692,7 @@ kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
           return keepAliveLoop(key);  // no check-in: let the lease run out
         }
         auto sentAt = Clock::now();
-        return it->second.cap.renewRequest().send().then(
+        return it->second.cap.renewRequest(ipc::sizeFor<ipc::Lease::RenewParams>()).send().then(
             [this, key, state,
              sentAt](capnp::Response<ipc::Lease::RenewResults> r) -> kj::Promise<void> {
               if (r.getError() != ipc::Error::OK) {
@@ -713,7 +715,7 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
     // No renew may race the release: its "not held" would read as a loss.
     it->second.keepAlive = nullptr;
-    return withDeadline(it->second.cap.releaseRequest().send().then(
+    return withDeadline(it->second.cap.releaseRequest(ipc::sizeFor<ipc::Lease::ReleaseParams>()).send().then(
         [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
           leases_.erase(key);
           if (confirmed) *confirmed = r.getConfirmed();
@@ -731,7 +733,7 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
   return call([&]() -> kj::Promise<Status> {
     auto it = leases_.find(key);
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
-    auto request = it->second.cap.renewRequest();
+    auto request = it->second.cap.renewRequest(ipc::sizeFor<ipc::Lease::RenewParams>());
     request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
     auto sentAt = Clock::now();
     auto s = it->second.state;
@@ -759,7 +761,7 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
     if (it == leases_.end()) return error(ErrorCode::kNotHeld);
     auto sentAt = Clock::now();
     auto s = it->second.state;
-    return withDeadline(it->second.cap.tokenRequest().send().then(
+    return withDeadline(it->second.cap.tokenRequest(ipc::sizeFor<ipc::Lease::TokenParams>()).send().then(
         [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
           if (r.getError() != ipc::Error::OK) return failure(r);
           s->setValidity(sentAt, r.getValidMs());

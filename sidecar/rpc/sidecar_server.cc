@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "ipc/fencekeeper.capnp.h"
+#include "ipc/message_size.h"
 #include "sidecar/engine/lock_name.h"
 #include "sidecar/rpc/error_mapping.h"
 #include "sidecar/rpc/message_limits.h"
@@ -34,9 +35,16 @@ std::string textBytes(capnp::Text::Reader text) { return std::string(text.cStr()
 
 using Budget = std::shared_ptr<ConnectionBudget>;
 
+// The results of `context`, in a message sized for them and `textBytes` of text.
+template <typename Params, typename Results>
+typename Results::Builder answer(capnp::CallContext<Params, Results>& context, size_t textBytes,
+                                 unsigned caps = 0) {
+  return context.getResults(ipc::sizeFor<Results>(textBytes, caps));
+}
+
 template <typename Context>
 kj::Promise<void> answerRefused(Context& context, const Refusal& no) {
-  auto results = context.getResults();
+  auto results = answer(context, no.detail.size());
   results.setError(toIpc(no.error));
   results.setDetail(no.detail);
   return kj::READY_NOW;
@@ -69,7 +77,7 @@ class LeaseImpl final : public ipc::Lease::Server {
   kj::Promise<void> renew(RenewContext context) override {
     return admitted(budget_, context, [&] {
       auto v = engine_.renew(id_, Millis(context.getParams().getTtlMs()));
-      auto results = context.getResults();
+      auto results = answer(context, v.detail.size());
       results.setError(toIpc(v.error));
       results.setValidMs(clampMs(v.valid));
       results.setDetail(v.detail);
@@ -80,7 +88,7 @@ class LeaseImpl final : public ipc::Lease::Server {
   kj::Promise<void> token(TokenContext context) override {
     return admitted(budget_, context, [&] {
       auto v = engine_.token(id_);
-      auto results = context.getResults();
+      auto results = answer(context, v.detail.size());
       results.setError(toIpc(v.error));
       results.setToken(v.token);
       results.setValidMs(clampMs(v.valid));
@@ -95,7 +103,7 @@ class LeaseImpl final : public ipc::Lease::Server {
       auto released = bridge<engine::ReleaseOutcome>();
       engine_.release(id_, kj::mv(released.callback));
       return released.promise.then([context](engine::ReleaseOutcome o) mutable {
-        auto results = context.getResults();
+        auto results = answer(context, o.detail.size());
         results.setError(toIpc(o.error));
         results.setConfirmed(o.confirmed);
         results.setDetail(o.detail);
@@ -271,7 +279,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     return granted.promise
         .then([this, context, &pendingRef](engine::AcquireOutcome o) mutable {
           pendingRef.answered = true;
-          auto results = context.getResults();
+          auto results = answer(context, o.detail.size(), 1);
           results.setError(toIpc(o.error));
           results.setDetail(o.detail);
           if (o.error == engine::LeaseError::kLimitReached) budget_->noteRefused(o.detail);
