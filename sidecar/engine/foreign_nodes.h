@@ -23,6 +23,8 @@ class ForeignNodes {
   void planted(const std::string& lock, const std::string& path);
   // A queue entry at `path` this session may not read.
   void unreadable(const std::string& lock, const std::string& path);
+  // The entry at `path` was deleted (a watch said so).
+  void gone(const std::string& path) { nodes_.erase(path); }
   // `children` are the names in the queue of the lock node `lockPath` now.
   void prune(const std::string& lockPath, const std::vector<std::string>& children);
 

@@ -547,7 +547,10 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
     // A watch of an earlier place in the queue (its node was made again since): the current
     // predecessor's watch, or the listing in flight, tells what matters now.
     if (r.predecessor != predecessor) return;
-    if (event == zk::WatchEvent::kDeleted && nextAfter(r, predecessor)) return grant(r);
+    if (event == zk::WatchEvent::kDeleted) {
+      foreign_.gone(predecessor);  // no listing may follow to prune it
+      if (nextAfter(r, predecessor)) return grant(r);
+    }
     checkQueue(r);
   };
   zk_.getAndWatch(predecessor,
