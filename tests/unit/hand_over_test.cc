@@ -11,28 +11,16 @@
 #include "sidecar/zk/fake_zk.h"
 #include "tests/support/engine_request.h"
 #include "tests/support/manual_executor.h"
-#include "tests/support/spy_zk_client.h"
+#include "tests/support/spied_engine.h"
 
 namespace fencekeeper::engine {
 namespace {
 
-using zk::FakeZkClient;
 using zk::FakeZkServer;
 
 constexpr const char* kLock = "/fencekeeper/locks/x";
 
-struct Sidecar {
-  Sidecar(FakeZkServer& server, testing::ManualExecutor& ex, ManualTimer& timer, std::string id)
-      : zk(server, ex), spy(zk), engine(spy, timer, config(std::move(id))) {}
-  static EngineConfig config(std::string id) {
-    EngineConfig c;
-    c.instanceId = std::move(id);
-    return c;
-  }
-  FakeZkClient zk;
-  testing::SpyZkClient spy;
-  LockEngine engine;
-};
+using Sidecar = testing::SpiedEngine;
 
 class HandOverTest : public ::testing::Test {
  protected:
