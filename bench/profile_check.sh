@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Where a Lease::check() round trip goes: instructions per call on each side (valgrind's
+# callgrind, which counts the same on a loaded machine) with the top functions by own cost, and
+# the system calls per call on each side (strace -c, where strace is installed).
+# A `fencekeeper --dev` sidecar (its own ZooKeeper on 127.0.0.1) in a temp dir, stopped by PID.
+#
+#   bash bench/profile_check.sh [COUNT]      # default 2000 calls; ~2 min
+#
+# FK_BENCH_BUILD_DIR as for run.sh (default /tmp/fk-bench-build). Results in $build/profile-check/.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+build="${FK_BENCH_BUILD_DIR:-/tmp/fk-bench-build}"
+count="${1:-2000}"
+command -v valgrind >/dev/null || { echo "profile_check: needs valgrind" >&2; exit 1; }
+cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
+cmake --build "$build" --target fencekeeper fk_check_loop -j"$(nproc)" >/dev/null
+out="$build/profile-check"
+rm -rf "$out" && mkdir -p "$out"
+sock="$out/s/fk.sock"
+mkdir -p "$out/s"
+pid=""
+stop() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
+trap stop EXIT
+
+# run_sidecar WRAPPER...: starts the sidecar under WRAPPER and waits for its socket (60 s).
+run_sidecar() {
+  rm -f "$sock"
+  "$@" "$build/sidecar/fencekeeper" --dev --dev-data "$out/zk" --socket "$sock" \
+    --log-level warn >>"$out/sidecar.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [ -S "$sock" ] && return 0; sleep 0.1; done
+  echo "profile_check: the sidecar did not bind $sock (log: $out/sidecar.log)" >&2
+  exit 1
+}
+
+# Instructions: the sidecar's counters are zeroed once it serves, so they hold the calls alone
+# (and the client's connect, acquire and warm-up, a few percent); the client's run less its
+# run with no calls.
+run_sidecar valgrind --tool=callgrind --callgrind-out-file="$out/sidecar.cg"
+callgrind_control -z "$pid" >/dev/null
+valgrind --tool=callgrind --callgrind-out-file="$out/client.cg" \
+  "$build/bench/fk_check_loop" "$sock" "$count" 2>"$out/client.valgrind" | tee "$out/client.txt"
+valgrind --tool=callgrind --callgrind-out-file="$out/client0.cg" \
+  "$build/bench/fk_check_loop" "$sock" 0 2>"$out/client0.valgrind" >/dev/null
+callgrind_control -d "$pid" >/dev/null
+stop
+pid=""
+total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'; }
+# The sidecar's first dump (callgrind_control -d) holds the calls; the file written at its exit,
+# what came after.
+sidecar_ir=$(total "$out/sidecar.cg.1")
+client_ir=$(( $(total "$out/client.cg") - $(total "$out/client0.cg") ))
+calls=$((count + 200))
+echo "instructions per check: sidecar $((sidecar_ir / calls)), client $((client_ir / count))"
+for side in sidecar.cg.1 client.cg; do
+  echo "-- ${side%%.*}: top functions by own instructions (callgrind_annotate $out/$side)"
+  callgrind_annotate --auto=no --threshold=100 "$out/$side" 2>/dev/null >"$out/$side.txt"
+  # The lines of 90% and more are main() and its callers: inclusive, not own cost.
+  awk '/^ *[0-9,]+ \(/ && !/PROGRAM TOTALS/ && $2 !~ /^\((9[0-9]|100)\./ && n < 12 {
+    print substr($0, 1, 150); n++ }' "$out/$side.txt"
+done
+
+if command -v strace >/dev/null; then
+  run_sidecar
+  strace -c -f -p "$pid" -o "$out/sidecar.strace" 2>/dev/null &
+  tracer=$!
+  sleep 1
+  strace -c -f -o "$out/client.strace" "$build/bench/fk_check_loop" "$sock" "$count" >/dev/null
+  kill -INT "$tracer" && wait "$tracer" 2>/dev/null || true
+  for side in client sidecar; do
+    echo "-- $side: system calls per check (strace -c; $out/$side.strace)"
+    awk -v n="$calls" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $4 >= n / 2 {
+      printf "  %-14s %.1f\n", $NF, $4 / n }' "$out/$side.strace"
+  done
+else
+  echo "(no strace: system call counts skipped)"
+fi
