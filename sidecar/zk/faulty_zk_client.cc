@@ -11,10 +11,11 @@ FaultyZkClient::FaultyZkClient(Client& inner, Executor& executor, Timer& timer,
       timer_(timer),
       expireSession_(std::move(expireSession)),
       told_(inner.sessionState()) {
+  // Posted like the states a reconnect tells: a state the wrapped client delivers right after a
+  // reconnect must not overtake the missed ones (the listener saw "connected" before "expired").
   inner_.setSessionListener([this](SessionState state) {
     if (disconnected_) return missedStates_.push_back(state);
-    told_ = state;
-    if (listener_) listener_(state);
+    tell(state);
   });
 }
 
