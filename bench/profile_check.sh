@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Where a Lease::check() round trip goes: instructions per call on each side (valgrind's
-# callgrind, which counts the same on a loaded machine) with the top functions by own cost, and
-# the system calls per call on each side (strace -c, where strace is installed).
+# Where a Lease::check() round trip goes, or with `cycle` an acquire+release cycle on one lock:
+# instructions per call on each side (valgrind's callgrind, which counts the same on a loaded
+# machine) with the top functions by own cost, and the system calls per call on each side
+# (strace -c, where strace is installed).
 # A `fencekeeper --dev` sidecar (its own ZooKeeper on 127.0.0.1) in a temp dir, stopped by PID.
 #
-#   bash bench/profile_check.sh [COUNT]      # default 2000 calls; ~2 min
+#   bash bench/profile_check.sh [COUNT] [cycle]   # default 2000 calls; ~2 min
 #
 # FK_BENCH_BUILD_DIR as for run.sh (default /tmp/fk-bench-build). Results in $build/profile-check/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build="${FK_BENCH_BUILD_DIR:-/tmp/fk-bench-build}"
 count="${1:-2000}"
+mode="${2:-}"
+[ -z "$mode" ] || [ "$mode" = cycle ] || { echo "profile_check: mode is cycle or nothing" >&2; exit 2; }
+what=$([ "$mode" = cycle ] && echo "acquire+release cycle" || echo check)
 command -v valgrind >/dev/null || { echo "profile_check: needs valgrind" >&2; exit 1; }
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
 cmake --build "$build" --target fencekeeper fk_check_loop -j"$(nproc)" >/dev/null
-out="$build/profile-check"
+out="$build/profile-check${mode:+-$mode}"
 rm -rf "$out" && mkdir -p "$out"
 sock="$out/s/fk.sock"
 mkdir -p "$out/s"
@@ -39,9 +43,9 @@ run_sidecar() {
 run_sidecar valgrind --tool=callgrind --callgrind-out-file="$out/sidecar.cg"
 callgrind_control -z "$pid" >/dev/null
 valgrind --tool=callgrind --callgrind-out-file="$out/client.cg" \
-  "$build/bench/fk_check_loop" "$sock" "$count" 2>"$out/client.valgrind" | tee "$out/client.txt"
+  "$build/bench/fk_check_loop" "$sock" "$count" $mode 2>"$out/client.valgrind" | tee "$out/client.txt"
 valgrind --tool=callgrind --callgrind-out-file="$out/client0.cg" \
-  "$build/bench/fk_check_loop" "$sock" 0 2>"$out/client0.valgrind" >/dev/null
+  "$build/bench/fk_check_loop" "$sock" 0 $mode 2>"$out/client0.valgrind" >/dev/null
 callgrind_control -d "$pid" >/dev/null
 stop
 pid=""
@@ -50,8 +54,9 @@ total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",",
 # what came after.
 sidecar_ir=$(total "$out/sidecar.cg.1")
 client_ir=$(( $(total "$out/client.cg") - $(total "$out/client0.cg") ))
-calls=$((count + 200))
-echo "instructions per check: sidecar $((sidecar_ir / calls)), client $((client_ir / count))"
+# The sidecar served both clients: COUNT calls and two warm-ups of 200.
+calls=$((count + 400))
+echo "instructions per $what: sidecar $((sidecar_ir / calls)), client $((client_ir / count))"
 for side in sidecar.cg.1 client.cg; do
   echo "-- ${side%%.*}: top functions by own instructions (callgrind_annotate $out/$side)"
   callgrind_annotate --auto=no --threshold=100 "$out/$side" 2>/dev/null >"$out/$side.txt"
@@ -65,11 +70,12 @@ if command -v strace >/dev/null; then
   strace -c -f -p "$pid" -o "$out/sidecar.strace" 2>/dev/null &
   tracer=$!
   sleep 1
-  strace -c -f -o "$out/client.strace" "$build/bench/fk_check_loop" "$sock" "$count" >/dev/null
+  strace -c -f -o "$out/client.strace" "$build/bench/fk_check_loop" "$sock" "$count" $mode >/dev/null
   kill -INT "$tracer" && wait "$tracer" 2>/dev/null || true
   for side in client sidecar; do
-    echo "-- $side: system calls per check (strace -c; $out/$side.strace)"
-    awk -v n="$calls" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $4 >= n / 2 {
+    echo "-- $side: system calls per $what (strace -c; $out/$side.strace)"
+    # One client here: its warm-up and COUNT calls, on each side.
+    awk -v n="$((count + 200))" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $4 >= n / 2 {
       printf "  %-14s %.1f\n", $NF, $4 / n }' "$out/$side.strace"
   done
 else

@@ -27,6 +27,8 @@ void KjLoopExecutor::post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(fn));
+    // The loop takes the whole queue after each wake: only the first of a batch must wake it.
+    if (queue_.size() > 1) return;
   }
   uint64_t one = 1;
   ssize_t n = write(eventFd_, &one, sizeof one);
@@ -38,12 +40,12 @@ kj::Promise<void> KjLoopExecutor::drainLoop() {
     uint64_t count;
     ssize_t n = read(eventFd_, &count, sizeof count);
     (void)n;
-    std::deque<std::function<void()>> batch;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      batch.swap(queue_);
+      running_.swap(queue_);
     }
-    for (auto& fn : batch) fn();
+    for (auto& fn : running_) fn();
+    running_.clear();  // keeps its capacity: a wake allocates nothing
     return drainLoop();
   });
 }

@@ -8,7 +8,7 @@
 #include <kj/async-unix.h>
 #include <kj/async.h>
 
-#include <deque>
+#include <vector>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,7 +32,8 @@ class KjLoopExecutor final : public Executor {
   std::unique_ptr<kj::UnixEventPort::FdObserver> observer_;
   std::unique_ptr<kj::Promise<void>> draining_;
   std::mutex mutex_;
-  std::deque<std::function<void()>> queue_;
+  std::vector<std::function<void()>> queue_;
+  std::vector<std::function<void()>> running_;  // the batch being run, loop thread only
 };
 
 // Deadlines are CLOCK_BOOTTIME (bootTimeNow()), queued in a TimerQueue; one KJ timer is armed for

@@ -31,6 +31,9 @@ std::string quotable(std::string_view label) { return engine::printable(label, l
 }  // namespace
 
 void EventLog::leaseEvent(const engine::LeaseEvent& e) {
+  // Two of these a lock cycle: nothing is built for a level that is not logged.
+  if (!spdlog::should_log(e.kind == LeaseEventKind::kLost ? spdlog::level::warn : spdlog::level::info))
+    return;
   LineFields line = leaseFields(e);
   auto& fields = line.fields;
   switch (e.kind) {

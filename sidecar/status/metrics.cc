@@ -158,13 +158,7 @@ Metrics::Metrics(std::string version, bool lockLabels)
                           .Help("Status socket requests, by path and HTTP status code")
                           .Register(*registry_)) {
   // Series that exist from the start, at 0: a rate() or an alert needs no first event.
-  if (!lockLabels_) {
-    grants_.Add({});
-    releases_.Add({});
-    renewFailures_.Add({});
-    acquireWait_.Add({}, waitBuckets());
-    holdTime_.Add({}, holdBuckets());
-  }
+  if (!lockLabels_) seriesFor({});
   for (auto reason : {engine::LossReason::kTtlExpired, engine::LossReason::kSessionLost,
                       engine::LossReason::kSessionUncertain, engine::LossReason::kSidecarShutdown,
                       engine::LossReason::kReleasedElsewhere}) {
@@ -179,36 +173,42 @@ Metrics::Metrics(std::string version, bool lockLabels)
       .Set(1);
 }
 
-prometheus::Labels Metrics::lockLabel(std::string_view lock) {
+prometheus::Labels Metrics::lockLabel(std::string_view lock) const {
   if (!lockLabels_) return {};
-  auto known = labelledLocks_.find(lock);
-  if (known == labelledLocks_.end()) {
-    if (labelledLocks_.size() >= kMaxLockLabels) return {{"lock", "_other"}};
-    known = labelledLocks_.emplace(lock).first;
-  }
-  return {{"lock", *known}};
+  if (series_.count(lock) == 0 && series_.size() >= kMaxLockLabels) return {{"lock", "_other"}};
+  return {{"lock", std::string(lock)}};
+}
+
+Metrics::LeaseSeries& Metrics::seriesFor(std::string_view lock) {
+  auto labels = lockLabel(lock);
+  auto key = labels.empty() ? std::string() : labels.begin()->second;
+  auto known = series_.find(key);
+  if (known != series_.end()) return known->second;
+  LeaseSeries series{grants_.Add(labels), releases_.Add(labels), renewFailures_.Add(labels),
+                     acquireWait_.Add(labels, waitBuckets()), holdTime_.Add(labels, holdBuckets())};
+  return series_.emplace(std::move(key), series).first->second;
 }
 
 void Metrics::leaseEvent(const engine::LeaseEvent& e) {
-  auto labels = lockLabel(e.lock);
+  LeaseSeries& series = seriesFor(e.lock);
   switch (e.kind) {
     case engine::LeaseEventKind::kGranted:
-      grants_.Add(labels).Increment();
-      acquireWait_.Add(labels, waitBuckets()).Observe(seconds(e.waited));
+      series.grants.Increment();
+      series.acquireWait.Observe(seconds(e.waited));
       break;
     case engine::LeaseEventKind::kReleased:
-      releases_.Add(labels).Increment();
-      holdTime_.Add(labels, holdBuckets()).Observe(seconds(e.held));
+      series.releases.Increment();
+      series.holdTime.Observe(seconds(e.held));
       break;
     case engine::LeaseEventKind::kLost: {
-      auto withReason = labels;
+      auto withReason = lockLabel(e.lock);
       withReason.emplace("reason", reasonLabel(e.reason));
       losses_.Add(withReason).Increment();
-      holdTime_.Add(labels, holdBuckets()).Observe(seconds(e.held));
+      series.holdTime.Observe(seconds(e.held));
       break;
     }
     case engine::LeaseEventKind::kRenewFailed:
-      renewFailures_.Add(labels).Increment();
+      series.renewFailures.Increment();
       break;
   }
 }

@@ -9,8 +9,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -48,10 +48,20 @@ class Metrics final : public engine::EngineObserver {
   std::string render(const GaugeReadings& now);
 
  private:
-  prometheus::Labels lockLabel(std::string_view lock);
+  // The series of one lock label, found once: prometheus-cpp's Family::Add builds a metric (for a
+  // histogram, its buckets) on every call before it looks the labels up.
+  struct LeaseSeries {
+    prometheus::Counter& grants;
+    prometheus::Counter& releases;
+    prometheus::Counter& renewFailures;
+    prometheus::Histogram& acquireWait;
+    prometheus::Histogram& holdTime;
+  };
+  prometheus::Labels lockLabel(std::string_view lock) const;
+  LeaseSeries& seriesFor(std::string_view lock);
 
   const bool lockLabels_;
-  std::set<std::string, std::less<>> labelledLocks_;
+  std::map<std::string, LeaseSeries, std::less<>> series_;  // by lock label, "" when unlabelled
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& acquireWait_;
   prometheus::Family<prometheus::Histogram>& holdTime_;

@@ -111,7 +111,9 @@ struct RealZkClient::Shared {
         watchHandshakes(watch),
         sessionTimeout(t) {}
   // Runs `fn` on the loop unless the client has been destroyed by then.
-  void post(std::shared_ptr<Shared> self, std::function<void()> fn) {
+  // (A template: wrapping `fn` in a std::function of its own would allocate twice a completion.)
+  template <typename Fn>
+  void post(std::shared_ptr<Shared> self, Fn fn) {
     loop.post([self = std::move(self), fn = std::move(fn)] {
       if (self->alive) fn();
     });

@@ -207,7 +207,8 @@ class ClientImpl;
 struct LeaseState;
 struct AcquireRequestState;
 
-// A granted lease. Destroying it releases the lease (RAII).
+// A granted lease. Destroying it releases the lease (RAII) without waiting for the sidecar to
+// have done so; release() returns once it has.
 class Lease {
  public:
   ~Lease();
