@@ -29,7 +29,6 @@ struct LeaseEvent {
   LeaseId id = 0;
   std::string_view lock;
   uint64_t token = 0;
-  std::string_view client;  // "pid 123 uid 1000 conn 4"
   int32_t clientPid = 0;
   uint32_t clientUid = 0;
   uint64_t connection = 0;

@@ -41,7 +41,6 @@ const char* lossReasonName(LossReason reason);
 struct AcquireSpec {
   std::string name;
   std::string ownerLabel;
-  std::string client;  // who asked, for logs ("pid 123 uid 1000 conn 4")
   int32_t clientPid = 0;
   // The principal limits count against (processes of one uid are one) and its connection.
   uint32_t clientUid = 0;

@@ -106,11 +106,12 @@ auto LockEngine::resume(const Request& r, State state, Step step) {
 
 template <typename Step>
 auto LockEngine::resumeOwnNode(const Request& r, Step step) {
-  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt, node = r.node,
-          step = std::move(step)](auto&&... args) mutable {
+  // The node is known by its czxid, unique to it (a copy of its path was a string a lease).
+  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt,
+          czxid = r.stat.czxid, step = std::move(step)](auto&&... args) mutable {
     if (!alive.lock()) return;
     Request* again = find(id, attempt);
-    if (!again || again->node != node) return;
+    if (!again || again->node.empty() || again->stat.czxid != czxid) return;
     if (again->state == State::kWaiting || again->state == State::kHeld) {
       step(*again, std::forward<decltype(args)>(args)...);
     }
@@ -786,7 +787,6 @@ LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   e.id = r.id;
   e.lock = r.spec.name;
   e.token = static_cast<uint64_t>(r.stat.czxid);
-  e.client = r.spec.client;
   e.clientPid = r.spec.clientPid;
   e.clientUid = r.spec.clientUid;
   e.connection = r.spec.connection;

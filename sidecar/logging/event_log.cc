@@ -24,6 +24,11 @@ LineFields leaseFields(const engine::LeaseEvent& e) {
 
 int64_t ms(Millis d) { return d.count(); }
 
+// As the RPC layer names a peer in its own lines (Peer::describe).
+std::string clientOf(const engine::LeaseEvent& e) {
+  return fmt::format("pid {} uid {} conn {}", e.clientPid, e.clientUid, e.connection);
+}
+
 // The owner label is the client's to choose: in the text line, a newline or quote in it must not
 // forge a line or end the quotes (the JSON field has it whole).
 std::string quotable(std::string_view label) { return engine::printable(label, label.size()); }
@@ -43,7 +48,7 @@ void EventLog::leaseEvent(const engine::LeaseEvent& e) {
       logWithFields(
           spdlog::level::info, line,
           fmt::format("grant lock={} token={} client={} owner='{}' ttl={}ms waited={}ms", e.lock,
-                      e.token, e.client, quotable(e.ownerLabel), ms(e.ttl), ms(e.waited)));
+                      e.token, clientOf(e), quotable(e.ownerLabel), ms(e.ttl), ms(e.waited)));
       break;
     case LeaseEventKind::kRenewFailed:
       fields.push_back({"error", engine::errorName(e.error)});
@@ -51,21 +56,21 @@ void EventLog::leaseEvent(const engine::LeaseEvent& e) {
       logWithFields(
           spdlog::level::info, line,
           fmt::format("renew failed lock={} token={} client={} error={} reason={}", e.lock, e.token,
-                      e.client, engine::errorName(e.error), engine::lossReasonName(e.reason)));
+                      clientOf(e), engine::errorName(e.error), engine::lossReasonName(e.reason)));
       break;
     case LeaseEventKind::kLost:
       fields.push_back({"reason", engine::lossReasonName(e.reason)});
       fields.push_back({"held_ms", ms(e.held)});
       logWithFields(spdlog::level::warn, line,
                     fmt::format("lost lock={} token={} client={} reason={} held={}ms", e.lock,
-                                e.token, e.client, engine::lossReasonName(e.reason), ms(e.held)));
+                                e.token, clientOf(e), engine::lossReasonName(e.reason), ms(e.held)));
       break;
     case LeaseEventKind::kReleased:
       fields.push_back({"held_ms", ms(e.held)});
       if (!e.how.empty()) fields.push_back({"how", e.how});
       logWithFields(spdlog::level::info, line,
                     fmt::format("release lock={} token={} client={} held={}ms{}{}", e.lock, e.token,
-                                e.client, ms(e.held), e.how.empty() ? "" : " how=", e.how));
+                                clientOf(e), ms(e.held), e.how.empty() ? "" : " how=", e.how));
       break;
   }
 }

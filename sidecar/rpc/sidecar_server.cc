@@ -253,7 +253,6 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     engine::AcquireSpec spec;
     spec.name = textBytes(params.getName());
     spec.ownerLabel = textBytes(params.getOwnerLabel());
-    spec.client = peer.describe();
     spec.clientPid = peer.pid;
     spec.clientUid = peer.uid;
     spec.connection = peer.connection;

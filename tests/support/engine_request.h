@@ -25,7 +25,6 @@ inline std::unique_ptr<EngineRequest> startRequest(engine::LockEngine& engine,
   engine::AcquireSpec spec;
   spec.name = name;
   spec.ownerLabel = "worker";
-  spec.client = "test";
   spec.ttl = ttl;
   spec.wait = wait;
   EngineRequest* raw = p.get();

@@ -172,7 +172,6 @@ engine::LeaseEvent sampleEvent(engine::LeaseEventKind kind) {
   e.kind = kind;
   e.lock = "orders";
   e.token = 4294967338;
-  e.client = "pid 123 uid 1000 conn 4";
   e.clientPid = 123;
   e.clientUid = 1000;
   e.connection = 4;

@@ -67,7 +67,6 @@ class LeaseTableOrderTest : public ::testing::Test {
     auto w = std::make_unique<Watched>();
     engine::AcquireSpec spec;
     spec.name = name;
-    spec.client = "test";
     spec.ttl = ttl;
     spec.wait = Millis(1000);
     Watched* raw = w.get();
@@ -220,7 +219,6 @@ TEST_F(LeaseTableOrderTest, LeasesBeyondTheCapacityGetNoSlotAndAFreedOneIsReused
   std::optional<engine::AcquireOutcome> third;
   engine::AcquireSpec spec;
   spec.name = "c";
-  spec.client = "test";
   spec.wait = Millis(1000);
   eng->acquire(std::move(spec), [&](engine::AcquireOutcome o) { third = o; });
   settle();
