@@ -267,10 +267,14 @@ class FencectlTest(FencectlCase):
 
     def test_signals_are_forwarded_to_the_commands_group(self):
         marker = self.path("trapped")
+        started = self.path("started")
         run = self.spawn("lock", "signals", "--", "sh", "-c",
-                         "trap 'echo TERM > %s; exit 3' TERM; "
-                         "while true; do sleep 0.05; done" % marker)
+                         "trap 'echo TERM > %s; exit 3' TERM; : > %s; "
+                         "while true; do sleep 0.05; done" % (marker, started))
         self.wait_held("signals", run)
+        # The sidecar's grant comes before fencectl runs CMD: a signal in between ends fencectl
+        # without running it (the test below). Here CMD must be running, its trap set.
+        fk_harness.wait_until(lambda: os.path.exists(started), 15, "the command to start")
         run.signal(signal.SIGTERM)
         self.assertEqual(run.wait(5), 3, run.log())  # the command's own status
         self.assertTrue(os.path.exists(marker))
