@@ -180,10 +180,12 @@ prometheus::Labels Metrics::lockLabel(std::string_view lock) const {
 }
 
 Metrics::LeaseSeries& Metrics::seriesFor(std::string_view lock) {
+  // Two of these a lock cycle: a known lock is found without building its labels.
+  if (!lockLabels_) lock = {};
+  if (auto known = series_.find(lock); known != series_.end()) return known->second;
   auto labels = lockLabel(lock);
   auto key = labels.empty() ? std::string() : labels.begin()->second;
-  auto known = series_.find(key);
-  if (known != series_.end()) return known->second;
+  if (auto other = series_.find(key); other != series_.end()) return other->second;  // "_other"
   LeaseSeries series{grants_.Add(labels), releases_.Add(labels), renewFailures_.Add(labels),
                      acquireWait_.Add(labels, waitBuckets()), holdTime_.Add(labels, holdBuckets())};
   return series_.emplace(std::move(key), series).first->second;
