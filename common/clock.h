@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <optional>
+
+#include "common/timer_queue.h"
 
 namespace fencekeeper {
 
@@ -26,22 +26,6 @@ class Timer {
   virtual uint64_t schedule(TimePoint when, std::function<void()> fn) = 0;
   // Cancelling an id that has fired or was cancelled is a no-op.
   virtual void cancel(uint64_t id) = 0;
-};
-
-// Ordered deadlines, ids and firing, for the manual timer of tests.
-class TimerQueue {
- public:
-  uint64_t add(TimePoint when, std::function<void()> fn);
-  void remove(uint64_t id);
-  // The earliest deadline queued, if any.
-  std::optional<TimePoint> nextDeadline() const;
-  // Fires, in deadline order, every entry due at `now`, including ones added while firing.
-  void runDue(TimePoint now);
-
- private:
-  uint64_t nextId_ = 1;
-  std::multimap<TimePoint, uint64_t> byDeadline_;
-  std::map<uint64_t, std::pair<TimePoint, std::function<void()>>> byId_;
 };
 
 // A Timer whose time moves only when a test says so. Single-threaded.

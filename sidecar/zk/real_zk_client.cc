@@ -1,12 +1,12 @@
 #include "sidecar/zk/real_zk_client.h"
 
+#include <boost/intrusive/list.hpp>
 #include <spdlog/spdlog.h>
 #include <zookeeper/zookeeper.h>
 
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <set>
 #include <stdexcept>
 
 #include "sidecar/zk/c_client_log.h"
@@ -71,6 +71,15 @@ constexpr int kReopenRetryMs = 1'000;
 
 }  // namespace
 
+// The context of one watch the C client may still call. Listed intrusively (a set's node was 56
+// bytes a watch, and each held lease has one on its own node).
+struct WatchCtx : boost::intrusive::list_base_hook<> {
+  WatchCtx(std::shared_ptr<RealZkClient::Shared> s, Client::WatchCallback c)
+      : shared(std::move(s)), onChange(std::move(c)) {}
+  std::shared_ptr<RealZkClient::Shared> shared;
+  Client::WatchCallback onChange;
+};
+
 // Shared between the loop thread and the C client's threads. `loop` outlives the client; `alive`
 // is read and written on the loop thread only, in posted closures and the destructor.
 struct RealZkClient::Shared {
@@ -99,7 +108,13 @@ struct RealZkClient::Shared {
 
   // Watch contexts the C client may still call; freed when they fire or their handle closes.
   std::mutex watchMutex;
-  std::set<struct WatchCtx*> watches;
+  boost::intrusive::list<WatchCtx, boost::intrusive::constant_time_size<false>> watches;
+  // Unlists `w` (under watchMutex); false if it was not listed (fired, or freed by a close).
+  bool unlist(WatchCtx* w) {
+    if (!w->is_linked()) return false;
+    watches.erase(watches.iterator_to(*w));
+    return true;
+  }
 
   explicit Shared(Executor& l, Timer& tm, std::string h, Millis t, bool watch,
                   std::optional<DigestCredentials> c)
@@ -138,11 +153,6 @@ struct HandleCtx {
   uint64_t generation;
 };
 
-struct WatchCtx {
-  std::shared_ptr<Shared> shared;
-  Client::WatchCallback onChange;
-};
-
 namespace {
 
 void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generation, int state,
@@ -166,7 +176,7 @@ void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
   auto* watch = static_cast<WatchCtx*>(ctx);
   {
     std::lock_guard<std::mutex> lock(watch->shared->watchMutex);
-    if (!watch->shared->watches.erase(watch)) return;
+    if (!watch->shared->unlist(watch)) return;
   }
   auto shared = watch->shared;
   // (ZOO_NOTWATCHING_EVENT, a watch removed, counts as a change: the caller looks again.)
@@ -244,6 +254,24 @@ void refuseIfNotSent(int rc, Pending<Callback>* p, Result result) {
   delete p;
 }
 
+WatchCtx* listWatch(const std::shared_ptr<Shared>& shared, Client::WatchCallback onChange) {
+  auto* watch = new WatchCtx(shared, std::move(onChange));
+  std::lock_guard<std::mutex> lock(shared->watchMutex);
+  shared->watches.push_back(*watch);
+  return watch;
+}
+
+// For a watching read's answer, on the loop: the C client registers the watch only when the read
+// succeeds, so on an error its context is freed here, unless the handle was closed meanwhile
+// (closeHandle freed it: the context must not even be looked at).
+auto freeIfUnregistered(const std::shared_ptr<Shared>& shared, WatchCtx* watch) {
+  return [shared, watch, generation = shared->generation](Code code) {
+    if (code == Code::kOk || generation != shared->generation) return;
+    std::lock_guard<std::mutex> lock(shared->watchMutex);
+    if (shared->unlist(watch)) delete watch;
+  };
+}
+
 // Closes the handle, if any. Joins the C client's threads: completions still pending are posted
 // (ZCLOSING) before it returns, and no watch context can be called afterwards.
 void closeHandle(Shared& shared) {
@@ -253,8 +281,7 @@ void closeHandle(Shared& shared) {
   delete shared.handleCtx;
   shared.handleCtx = nullptr;
   std::lock_guard<std::mutex> lock(shared.watchMutex);
-  for (WatchCtx* w : shared.watches) delete w;
-  shared.watches.clear();
+  shared.watches.clear_and_dispose([](WatchCtx* w) { delete w; });
 }
 
 void watchHandshake(const std::shared_ptr<Shared>& shared);
@@ -449,18 +476,11 @@ void RealZkClient::getChildren(const std::string& path, ChildrenCallback done) {
 
 void RealZkClient::getChildrenAndWatch(const std::string& path, ChildrenCallback done,
                                        WatchCallback onChange) {
-  auto* watch = new WatchCtx{shared_, std::move(onChange)};
-  {
-    std::lock_guard<std::mutex> lock(shared_->watchMutex);
-    shared_->watches.insert(watch);
-  }
-  // As getAndWatch: registered only if the node exists; otherwise its context is freed here.
+  WatchCtx* watch = listWatch(shared_, std::move(onChange));
   auto* p = new Pending<ChildrenCallback>{
-      shared_, [shared = shared_, watch, done = std::move(done)](ChildrenResult result) {
-        if (result.code != Code::kOk) {
-          std::lock_guard<std::mutex> lock(shared->watchMutex);
-          if (shared->watches.erase(watch)) delete watch;
-        }
+      shared_, [unregistered = freeIfUnregistered(shared_, watch),
+                done = std::move(done)](ChildrenResult result) {
+        unregistered(result.code);
         done(std::move(result));
       }};
   int rc = shared_->zh ? zoo_awget_children(shared_->zh, path.c_str(), nodeWatcher, watch,
@@ -476,18 +496,11 @@ void RealZkClient::get(const std::string& path, GetCallback done) {
 }
 
 void RealZkClient::getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) {
-  auto* watch = new WatchCtx{shared_, std::move(onChange)};
-  {
-    std::lock_guard<std::mutex> lock(shared_->watchMutex);
-    shared_->watches.insert(watch);
-  }
-  // The watch is registered only if the node exists; otherwise its context is freed here.
+  WatchCtx* watch = listWatch(shared_, std::move(onChange));
   auto* p = new Pending<GetCallback>{
-      shared_, [shared = shared_, watch, done = std::move(done)](GetResult result) {
-        if (result.code != Code::kOk) {
-          std::lock_guard<std::mutex> lock(shared->watchMutex);
-          if (shared->watches.erase(watch)) delete watch;
-        }
+      shared_, [unregistered = freeIfUnregistered(shared_, watch),
+                done = std::move(done)](GetResult result) {
+        unregistered(result.code);
         done(std::move(result));
       }};
   int rc = shared_->zh ? zoo_awget(shared_->zh, path.c_str(), nodeWatcher, watch, onData, p)
