@@ -60,12 +60,14 @@ PeerTally::Bucket LockEngine::bucketOf(State state) {
 struct LockEngine::Request {
   LeaseId id;
   AcquireSpec spec;
-  std::string lockPath;
   State state = State::kCreating;
   // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
   uint32_t attempt = 0;
-  std::string node;  // full path of our node, once known
-  zk::Stat stat;     // of our node: czxid is the token
+  // Our node's sequence number as ZooKeeper wrote it, once known (empty: no node). Its path is
+  // derived (nodePath()): a copy a lease cost a heap string, as did its lock's path.
+  std::string nodeSeq;
+  int64_t czxid = 0;           // of our node: the token
+  int64_t ephemeralOwner = 0;  // of our node: the session that made it
   TimePoint deadline{};
   uint64_t ttlTimer = 0;
   uint64_t waitTimer = 0;
@@ -108,10 +110,10 @@ template <typename Step>
 auto LockEngine::resumeOwnNode(const Request& r, Step step) {
   // The node is known by its czxid, unique to it (a copy of its path was a string a lease).
   return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt,
-          czxid = r.stat.czxid, step = std::move(step)](auto&&... args) mutable {
+          czxid = r.czxid, step = std::move(step)](auto&&... args) mutable {
     if (!alive.lock()) return;
     Request* again = find(id, attempt);
-    if (!again || again->node.empty() || again->stat.czxid != czxid) return;
+    if (!again || again->nodeSeq.empty() || again->czxid != czxid) return;
     if (again->state == State::kWaiting || again->state == State::kHeld) {
       step(*again, std::forward<decltype(args)>(args)...);
     }
@@ -193,6 +195,12 @@ std::string LockEngine::lockPath(const std::string& name) const {
   return config_.root + "/locks/" + name;
 }
 
+std::string LockEngine::nodePrefix(const Request& r) const {
+  return lockPath(r.spec.name) + "/" + guidOf(r.id) + kLockMarker;
+}
+
+std::string LockEngine::nodePath(const Request& r) const { return nodePrefix(r) + r.nodeSeq; }
+
 LockEngine::Request* LockEngine::find(LeaseId id) {
   auto it = requests_.find(id);
   return it == requests_.end() ? nullptr : it->second.get();
@@ -248,7 +256,6 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   Request& r = *owned;
   r.id = nextId_++;
   r.spec = std::move(spec);
-  r.lockPath = lockPath(r.spec.name);
   r.done = std::move(done);
   r.queuedAt = timer_.now();
   requests_.emplace(r.id, std::move(owned));
@@ -315,12 +322,11 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
 
 void LockEngine::startCreate(Request& r) {
   moveTo(r, State::kCreating);
-  r.node.clear();
+  r.nodeSeq.clear();
   r.position.reset();
   r.predecessor.clear();
   r.ownWatch = OwnWatch::kNone;
-  zk_.create(r.lockPath + "/" + guidOf(r.id) + kLockMarker, r.spec.ownerLabel,
-             zk::CreateMode::kEphemeralSequential,
+  zk_.create(nodePrefix(r), r.spec.ownerLabel, zk::CreateMode::kEphemeralSequential,
              resume(
                  r, State::kCreating,
                  [this](Request& again, const zk::CreateResult& res) { onCreated(again, res); },
@@ -335,8 +341,14 @@ void LockEngine::startCreate(Request& r) {
 void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
   switch (res.code) {
     case zk::Code::kOk:
-      r.node = res.path;
-      r.stat = res.stat;
+      if (std::string prefix = nodePrefix(r); res.path.compare(0, prefix.size(), prefix) == 0) {
+        r.nodeSeq = res.path.substr(prefix.size());
+      } else {  // not ZooKeeper's naming of a sequential node: nothing could find it again
+        deleteNode(res.path);
+        return fail(r, LeaseError::kInternal, "ZooKeeper named the node " + res.path);
+      }
+      r.czxid = res.stat.czxid;
+      r.ephemeralOwner = res.stat.ephemeralOwner;
       moveTo(r, State::kWaiting);
       checkQueue(r);
       // Right behind the listing (it answers first): a waiter learns of its node's deletion
@@ -356,22 +368,26 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
     case zk::Code::kClosing:
       fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
       return;
-    case zk::Code::kNoAuth:
-      spdlog::error("lock {}: {}", r.spec.name, refusedBy("create a node in", r.lockPath));
-      fail(r, LeaseError::kPermissionDenied, refusedBy("create a node in", r.lockPath));
+    case zk::Code::kNoAuth: {
+      std::string why = refusedBy("create a node in", lockPath(r.spec.name));
+      spdlog::error("lock {}: {}", r.spec.name, why);
+      fail(r, LeaseError::kPermissionDenied, std::move(why));
       return;
-    default:
-      spdlog::error("create under {} failed: {}", r.lockPath, zk::codeName(res.code));
+    }
+    default: {
+      std::string path = lockPath(r.spec.name);
+      spdlog::error("create under {} failed: {}", path, zk::codeName(res.code));
       fail(r, LeaseError::kZkUnavailable,
-           std::string("ZooKeeper refused the create under ") + r.lockPath + ": " +
+           std::string("ZooKeeper refused the create under ") + path + ": " +
                zk::codeName(res.code));
       return;
+    }
   }
 }
 
 // After an ambiguous create: sync (so we read what the leader has), then look for our guid.
 void LockEngine::recoverCreate(Request& r) {
-  zk_.sync(r.lockPath, resume(r, State::kCreating, [this](Request& r, zk::Code code) {
+  zk_.sync(lockPath(r.spec.name), resume(r, State::kCreating, [this](Request& r, zk::Code code) {
              if (code == zk::Code::kNoNode) return startCreate(r);  // parent gone: no node either
              if (code != zk::Code::kOk) return recoverLater(r);
              findCreatedNode(r);
@@ -384,15 +400,16 @@ void LockEngine::recoverLater(Request& r) {
 
 void LockEngine::findCreatedNode(Request& r) {
   zk_.getChildren(
-      r.lockPath, resume(r, State::kCreating, [this](Request& r, const zk::ChildrenResult& res) {
+      lockPath(r.spec.name),
+      resume(r, State::kCreating, [this](Request& r, const zk::ChildrenResult& res) {
         if (res.code == zk::Code::kNoNode) return startCreate(r);
         if (res.code == zk::Code::kNoAuth) {
-          return fail(r, LeaseError::kPermissionDenied, refusedBy("list", r.lockPath));
+          return fail(r, LeaseError::kPermissionDenied, refusedBy("list", lockPath(r.spec.name)));
         }
         if (res.code != zk::Code::kOk) return recoverLater(r);
         for (auto& child : res.children) {
           if (child.rfind(guidOf(r.id) + kLockMarker, 0) == 0) {
-            return adoptCreatedNode(r, r.lockPath + "/" + child);
+            return adoptCreatedNode(r, lockPath(r.spec.name) + "/" + child);
           }
         }
         spdlog::info("lock {}: create was not applied after a lost connection; creating again",
@@ -424,7 +441,7 @@ std::vector<std::string> LockEngine::parentChain(const std::string& lockPath) co
 
 // Creates the parent chain, then the request's node again.
 void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
-  std::vector<std::string> chain = parentChain(r.lockPath);
+  std::vector<std::string> chain = parentChain(lockPath(r.spec.name));
   if (level >= chain.size()) return startCreate(r);
   bool persistent = level < 2 || config_.persistentParents;
   zk_.create(
@@ -482,7 +499,7 @@ void LockEngine::ensureParentExists(Request& r, size_t level, int restarts,
 // ---- the queue -------------------------------------------------------------------------------
 
 void LockEngine::checkQueue(Request& r) {
-  zk_.getChildren(r.lockPath,
+  zk_.getChildren(lockPath(r.spec.name),
                   resume(r, State::kWaiting, [this](Request& r, const zk::ChildrenResult& res) {
                     onChildren(r, res);
                   }));
@@ -493,21 +510,22 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     return retryLater(r, [this](Request& again) { checkQueue(again); });
   }
   if (res.code == zk::Code::kSessionExpired) return;  // the session listener starts it over
+  const std::string path = lockPath(r.spec.name);
   if (res.code == zk::Code::kNoAuth) {
-    return fail(r, LeaseError::kPermissionDenied, refusedBy("list", r.lockPath));
+    return fail(r, LeaseError::kPermissionDenied, refusedBy("list", path));
   }
   if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) {
     return fail(r, LeaseError::kZkUnavailable,
-                "cannot list " + r.lockPath + ": " + zk::codeName(res.code));
+                "cannot list " + path + ": " + zk::codeName(res.code));
   }
-  sweepOrphans(r.lockPath, res.children);
-  foreign_.prune(r.lockPath, res.children);
+  sweepOrphans(path, res.children);
+  foreign_.prune(path, res.children);
 
   std::vector<QueueNode> queue;
   for (auto& child : res.children) {
     if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
   }
-  std::string mine = baseName(r.node);
+  std::string mine = baseName(nodePath(r));
   auto own = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.name == mine; });
   if (own == queue.end()) return ownNodeGone(r);  // deleted by someone, no session expiry
   const QueueNode* predecessor = nullptr;
@@ -522,7 +540,7 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
   if (r.spec.wait.count() == 0) {  // try once
     return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
   }
-  watchPredecessor(r, r.lockPath + "/" + predecessor->name);
+  watchPredecessor(r, path + "/" + predecessor->name);
 }
 
 // Whether the deletion of `predecessor` makes `r` the lowest in its queue without listing it
@@ -537,7 +555,7 @@ bool LockEngine::nextAfter(const Request& r, const std::string& predecessor) con
   std::string name = baseName(predecessor);
   if (auto id = idOfGuid(std::string_view(name).substr(0, name.find(kLockMarker)))) {
     const Request* ahead = find(*id);
-    if (ahead && ahead->state == State::kHeld && ahead->node == predecessor) return false;
+    if (ahead && ahead->state == State::kHeld && nodePath(*ahead) == predecessor) return false;
   }
   return true;
 }
@@ -583,11 +601,11 @@ void LockEngine::grant(Request& r) {
     awaitingSafety_.push_back(r.id);
     return;
   }
-  if (r.stat.ephemeralOwner != zk_.sessionId()) {
+  if (r.ephemeralOwner != zk_.sessionId()) {
     // The node belongs to an older session of ours that has since expired: it cannot be held.
     spdlog::warn("lock {}: node {} is not owned by the current session; queueing again",
-                 r.spec.name, r.node);
-    deleteNode(r.node);  // (normally gone with its session already)
+                 r.spec.name, nodePath(r));
+    deleteNode(nodePath(r));  // (normally gone with its session already)
     return startCreate(r);
   }
   timer_.cancel(r.waitTimer);
@@ -604,8 +622,8 @@ void LockEngine::grant(Request& r) {
   observer_.leaseEvent(granted);
   watchOwnNode(r);
   auto done = std::move(r.done);
-  done(AcquireOutcome{
-      LeaseError::kOk, r.id, static_cast<uint64_t>(r.stat.czxid), validity(r).valid, {}});
+  done(
+      AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.czxid), validity(r).valid, {}});
 }
 
 // One timer per lease: renewals only move the deadline (renewing often must not pile up timers),
@@ -629,7 +647,7 @@ void LockEngine::watchOwnNode(Request& r) {
   if (r.ownWatch != OwnWatch::kNone) return;  // registered, or its answer is on the way
   r.ownWatch = OwnWatch::kAsked;
   zk_.getAndWatch(
-      r.node,
+      nodePath(r),
       resumeOwnNode(r, [this](Request& r, const zk::GetResult& res) { onOwnNode(r, true, res); }),
       resumeOwnNode(r, [this](Request& r, zk::WatchEvent event) {
         r.ownWatch = OwnWatch::kNone;
@@ -652,7 +670,7 @@ void LockEngine::onOwnNode(Request& r, bool arming, const zk::GetResult& res) {
 void LockEngine::ownNodeGone(Request& r) {
   if (r.state == State::kHeld) return lose(r, LossReason::kReleasedElsewhere);
   // Deleted by someone while it waited: queue again, it was not held.
-  spdlog::warn("lock {}: waiting node {} vanished; queueing again", r.spec.name, r.node);
+  spdlog::warn("lock {}: waiting node {} vanished; queueing again", r.spec.name, nodePath(r));
   startCreate(r);
 }
 
@@ -667,17 +685,17 @@ void LockEngine::lose(Request& r, LossReason reason) {
   lost.reason = reason;
   observer_.leaseEvent(lost);
   if (reason != LossReason::kSessionLost && reason != LossReason::kReleasedElsewhere) {
-    deleteNode(r.node);
+    deleteNode(nodePath(r));
   }
-  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.stat.czxid), reason, [] {});
+  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.czxid), reason, [] {});
 }
 
 void LockEngine::fail(Request& r, LeaseError error, std::string detail) {
-  if (!r.node.empty()) {
-    deleteNode(r.node);
+  if (!r.nodeSeq.empty()) {
+    deleteNode(nodePath(r));
   } else if (r.state == State::kCreating) {
     // A create may be in flight or its answer lost: whatever it made, only the guid finds it.
-    deleteOrphansByGuid(r.lockPath, guidOf(r.id));
+    deleteOrphansByGuid(lockPath(r.spec.name), guidOf(r.id));
   }
   auto done = std::move(r.done);
   erase(r.id);
@@ -703,15 +721,15 @@ void LockEngine::withdraw(LeaseId id) {
     observer_.leaseEvent(dropped);
   }
   bool nodeLive = r->state == State::kWaiting || r->state == State::kHeld;
-  std::string node = r->node;
-  std::string lockPath = r->lockPath;
+  std::string node = nodePath(*r);
+  std::string path = lockPath(r->spec.name);
   std::string guid = guidOf(r->id);
   bool creating = r->state == State::kCreating;
   erase(id);
   if (nodeLive) deleteNode(node);
   // A create in flight finds no request when it answers and deletes its node then; one that
   // was ambiguous may have left a node that only its guid identifies.
-  if (creating) deleteOrphansByGuid(lockPath, guid);
+  if (creating) deleteOrphansByGuid(path, guid);
 }
 
 void LockEngine::release(LeaseId id, std::function<void(ReleaseOutcome)> done) {
@@ -732,7 +750,7 @@ void LockEngine::release(LeaseId id, std::function<void(ReleaseOutcome)> done) {
   };
   uint64_t bound =
       timer_.schedule(timer_.now() + config_.releaseAnswerWait, [once] { once(false); });
-  deleteNode(r->node, [&timer = timer_, once, bound](bool gone) {
+  deleteNode(nodePath(*r), [&timer = timer_, once, bound](bool gone) {
     timer.cancel(bound);
     once(gone);
   });
@@ -750,10 +768,8 @@ Validity LockEngine::validity(const Request& r) const {
                 "the sidecar cannot vouch for its ZooKeeper session (session uncertain)"};
       }
       // Valid while now < min(leaseDeadline, safeUntil).
-      return {LeaseError::kOk,
-              static_cast<uint64_t>(r.stat.czxid),
-              std::min(left, guard_->safeFor()),
-              {}};
+      return {
+          LeaseError::kOk, static_cast<uint64_t>(r.czxid), std::min(left, guard_->safeFor()), {}};
     }
     case State::kLost:
       return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost, 0,
@@ -786,7 +802,7 @@ LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   e.kind = kind;
   e.id = r.id;
   e.lock = r.spec.name;
-  e.token = static_cast<uint64_t>(r.stat.czxid);
+  e.token = static_cast<uint64_t>(r.czxid);
   e.clientPid = r.spec.clientPid;
   e.clientUid = r.spec.clientUid;
   e.connection = r.spec.connection;
@@ -820,7 +836,7 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
   r->spec.ttl = ttl;
   r->deadline = timer_.now() + ttl;  // the TTL timer finds the new deadline when it fires
   observer_.leaseRenewed(r->id, r->deadline);
-  spdlog::debug("renew lock={} token={} ttl={}ms", r->spec.name, r->stat.czxid, ttl.count());
+  spdlog::debug("renew lock={} token={} ttl={}ms", r->spec.name, r->czxid, ttl.count());
   return validity(*r);
 }
 
@@ -889,7 +905,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
         // Its node died with the session; it queues again, at the back, in the new session.
         ++r->attempt;
         moveTo(*r, State::kCreating);
-        r->node.clear();
+        r->nodeSeq.clear();
         r->recreateOnConnect = true;
       }
     }
@@ -913,7 +929,7 @@ void LockEngine::verifyHeldNodes() {
       continue;
     }
     // The client re-registers a watch it holds when it reconnects: only check, arm no second.
-    zk_.get(r->node, resumeOwnNode(*r, [this](Request& r, const zk::GetResult& res) {
+    zk_.get(nodePath(*r), resumeOwnNode(*r, [this](Request& r, const zk::GetResult& res) {
               onOwnNode(r, false, res);
             }));
   }
@@ -1020,7 +1036,7 @@ void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback o
                 info.foreignNode = node;
               }
               for (auto& [id, r] : requests_) {
-                if (r->node == node && r->state == State::kHeld) {
+                if (nodePath(*r) == node && r->state == State::kHeld) {
                   info.thisSidecar = true;
                   info.sinceUnixMs = r->grantedUnixMs;
                 }
@@ -1081,7 +1097,7 @@ LeaseId LockEngine::listSlice(LeaseId from, size_t maxVisited, size_t cap,
     if (visited >= maxVisited) return it->first;
     const Request& r = *it->second;
     if (r.state == State::kHeld && !leasesDone) {
-      out.leases.push_back({r.spec.name, static_cast<uint64_t>(r.stat.czxid), r.spec.ownerLabel,
+      out.leases.push_back({r.spec.name, static_cast<uint64_t>(r.czxid), r.spec.ownerLabel,
                             r.spec.clientPid, validity(r).valid, r.spec.clientUid,
                             r.spec.connection, since(r.grantedAt)});
     } else if ((r.state == State::kCreating || r.state == State::kWaiting) && !waitersDone) {
@@ -1120,17 +1136,17 @@ void LockEngine::shutdown(std::function<void()> done) {
       // notice in, or once the validity it was given has run out: never two valid holders.
       auto removed = std::make_shared<bool>(false);
       // (Its timer and the holder's answer may come after the engine is gone.)
-      auto removeNode = whileAlive([this, removed, node = r->node, finish] {
+      auto removeNode = whileAlive([this, removed, node = nodePath(*r), finish] {
         if (std::exchange(*removed, true)) return;
         deleteNode(node, [finish](bool) { finish(); });
       });
       timer_.schedule(timer_.now() + validFor, removeNode);
-      if (r->spec.onLost) r->spec.onLost(r->stat.czxid, LossReason::kSidecarShutdown, removeNode);
+      if (r->spec.onLost) r->spec.onLost(r->czxid, LossReason::kSidecarShutdown, removeNode);
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
-      if (!r->node.empty()) {
+      if (!r->nodeSeq.empty()) {
         ++*pending;
-        deleteNode(r->node, [finish](bool) { finish(); });
-        r->node.clear();
+        deleteNode(nodePath(*r), [finish](bool) { finish(); });
+        r->nodeSeq.clear();
       }
       fail(*r, LeaseError::kShuttingDown, "the sidecar is shutting down");
     }

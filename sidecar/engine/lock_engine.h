@@ -163,6 +163,9 @@ class LockEngine {
   Request* find(LeaseId id);
   const Request* find(LeaseId id) const;
   std::string lockPath(const std::string& name) const;
+  // The path our sequential node is created at (ZooKeeper appends the sequence), and its path.
+  std::string nodePrefix(const Request& r) const;
+  std::string nodePath(const Request& r) const;
   // A request's unique id in its node's name (`fk<instanceId>-<id in hex>`), and back: derived,
   // not stored, since every live request has one.
   std::string guidOf(LeaseId id) const;
