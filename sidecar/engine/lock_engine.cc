@@ -19,6 +19,25 @@ constexpr int kMaxParentRestarts = 5;
 constexpr Millis kUnreadablePoll{1'000};
 
 std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// A sequential node's suffix, as ZooKeeper writes it (also once the counter wraps negative).
+std::string sequenceSuffix(int32_t seq) {
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%010d", seq);
+  return suffix;
+}
+
+// The sequence ZooKeeper appended to `prefix` to name `path`, if that is what it did.
+std::optional<int32_t> sequenceOf(std::string_view path, std::string_view prefix) {
+  if (path.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view suffix = path.substr(prefix.size());
+  int32_t seq = 0;
+  auto [end, ec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), seq);
+  if (ec != std::errc() || end != suffix.data() + suffix.size() || sequenceSuffix(seq) != suffix) {
+    return std::nullopt;
+  }
+  return seq;
+}
 std::string parentPath(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == 0 ? "/" : path.substr(0, slash);
@@ -63,9 +82,9 @@ struct LockEngine::Request {
   State state = State::kCreating;
   // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
   uint32_t attempt = 0;
-  // Our node's sequence number as ZooKeeper wrote it, once known (empty: no node). Its path is
-  // derived (nodePath()): a copy a lease cost a heap string, as did its lock's path.
-  std::string nodeSeq;
+  // Our node's sequence number, once known. Its path is derived (nodePath()): a copy a lease cost
+  // a heap string, as did its lock's path.
+  std::optional<int32_t> nodeSeq;
   int64_t czxid = 0;           // of our node: the token
   int64_t ephemeralOwner = 0;  // of our node: the session that made it
   TimePoint deadline{};
@@ -106,16 +125,17 @@ auto LockEngine::resume(const Request& r, State state, Step step) {
   return resume(r, state, std::move(step), [](auto&&...) {});
 }
 
-template <typename Step>
-auto LockEngine::resumeOwnNode(const Request& r, Step step) {
-  // The node is known by its czxid, unique to it (a copy of its path was a string a lease).
-  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt,
-          czxid = r.czxid, step = std::move(step)](auto&&... args) mutable {
+template <auto Step>
+auto LockEngine::resumeOwnNode(const Request& r) {
+  // The node is known by its czxid, unique to it (and so to the attempt that made it). The
+  // closure is kept small: a held lease keeps one, in its watch, as long as it is held.
+  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id,
+          czxid = r.czxid](auto&&... args) mutable {
     if (!alive.lock()) return;
-    Request* again = find(id, attempt);
-    if (!again || again->nodeSeq.empty() || again->czxid != czxid) return;
+    Request* again = find(id);
+    if (!again || !again->nodeSeq || again->czxid != czxid) return;
     if (again->state == State::kWaiting || again->state == State::kHeld) {
-      step(*again, std::forward<decltype(args)>(args)...);
+      (this->*Step)(*again, std::forward<decltype(args)>(args)...);
     }
   };
 }
@@ -164,8 +184,8 @@ LockEngine::~LockEngine() {
   *alive_ = false;
   zk_.setSessionListener(nullptr);
   for (auto& [id, r] : requests_) {
-    timer_.cancel(r->ttlTimer);
-    timer_.cancel(r->waitTimer);
+    timer_.cancel(r.ttlTimer);
+    timer_.cancel(r.waitTimer);
   }
   // A request's callbacks may own objects that call back into the engine when destroyed (a
   // client's own Lease passed as its watcher): destroy them while the engine is still whole.
@@ -199,16 +219,18 @@ std::string LockEngine::nodePrefix(const Request& r) const {
   return lockPath(r.spec.name) + "/" + guidOf(r.id) + kLockMarker;
 }
 
-std::string LockEngine::nodePath(const Request& r) const { return nodePrefix(r) + r.nodeSeq; }
+std::string LockEngine::nodePath(const Request& r) const {
+  return r.nodeSeq ? nodePrefix(r) + sequenceSuffix(*r.nodeSeq) : std::string();
+}
 
 LockEngine::Request* LockEngine::find(LeaseId id) {
   auto it = requests_.find(id);
-  return it == requests_.end() ? nullptr : it->second.get();
+  return it == requests_.end() ? nullptr : &it->second;
 }
 
 const LockEngine::Request* LockEngine::find(LeaseId id) const {
   auto it = requests_.find(id);
-  return it == requests_.end() ? nullptr : it->second.get();
+  return it == requests_.end() ? nullptr : &it->second;
 }
 
 LockEngine::Request* LockEngine::find(LeaseId id, uint32_t attempt) {
@@ -252,13 +274,11 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
                       " and not vouched for: try again later or wait (waitMs > 0)");
   }
 
-  auto owned = std::make_unique<Request>();
-  Request& r = *owned;
+  Request& r = requests_.try_emplace(nextId_).first->second;
   r.id = nextId_++;
   r.spec = std::move(spec);
   r.done = std::move(done);
   r.queuedAt = timer_.now();
-  requests_.emplace(r.id, std::move(owned));
   tally_.move(r.spec.clientUid, r.spec.connection, PeerTally::Bucket::kNone, bucketOf(r.state));
 
   // Waits end at their deadline; a try-once request still gets a budget to ride out faults.
@@ -322,7 +342,7 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
 
 void LockEngine::startCreate(Request& r) {
   moveTo(r, State::kCreating);
-  r.nodeSeq.clear();
+  r.nodeSeq.reset();
   r.position.reset();
   r.predecessor.clear();
   r.ownWatch = OwnWatch::kNone;
@@ -341,8 +361,8 @@ void LockEngine::startCreate(Request& r) {
 void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
   switch (res.code) {
     case zk::Code::kOk:
-      if (std::string prefix = nodePrefix(r); res.path.compare(0, prefix.size(), prefix) == 0) {
-        r.nodeSeq = res.path.substr(prefix.size());
+      if (auto seq = sequenceOf(res.path, nodePrefix(r))) {
+        r.nodeSeq = seq;
       } else {  // not ZooKeeper's naming of a sequential node: nothing could find it again
         deleteNode(res.path);
         return fail(r, LeaseError::kInternal, "ZooKeeper named the node " + res.path);
@@ -646,14 +666,14 @@ void LockEngine::armTtlTimer(Request& r) {
 void LockEngine::watchOwnNode(Request& r) {
   if (r.ownWatch != OwnWatch::kNone) return;  // registered, or its answer is on the way
   r.ownWatch = OwnWatch::kAsked;
-  zk_.getAndWatch(
-      nodePath(r),
-      resumeOwnNode(r, [this](Request& r, const zk::GetResult& res) { onOwnNode(r, true, res); }),
-      resumeOwnNode(r, [this](Request& r, zk::WatchEvent event) {
-        r.ownWatch = OwnWatch::kNone;
-        if (event == zk::WatchEvent::kDeleted) return ownNodeGone(r);
-        watchOwnNode(r);  // changed: still there, watch it again
-      }));
+  zk_.getAndWatch(nodePath(r), resumeOwnNode<&LockEngine::onOwnNodeArmed>(r),
+                  resumeOwnNode<&LockEngine::onOwnNodeEvent>(r));
+}
+
+void LockEngine::onOwnNodeEvent(Request& r, zk::WatchEvent event) {
+  r.ownWatch = OwnWatch::kNone;
+  if (event == zk::WatchEvent::kDeleted) return ownNodeGone(r);
+  watchOwnNode(r);  // changed: still there, watch it again
 }
 
 void LockEngine::onOwnNode(Request& r, bool arming, const zk::GetResult& res) {
@@ -691,7 +711,7 @@ void LockEngine::lose(Request& r, LossReason reason) {
 }
 
 void LockEngine::fail(Request& r, LeaseError error, std::string detail) {
-  if (!r.nodeSeq.empty()) {
+  if (r.nodeSeq) {
     deleteNode(nodePath(r));
   } else if (r.state == State::kCreating) {
     // A create may be in flight or its answer lost: whatever it made, only the guid finds it.
@@ -705,9 +725,9 @@ void LockEngine::fail(Request& r, LeaseError error, std::string detail) {
 void LockEngine::erase(LeaseId id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return;
-  timer_.cancel(it->second->ttlTimer);
-  timer_.cancel(it->second->waitTimer);
-  const Request& r = *it->second;
+  timer_.cancel(it->second.ttlTimer);
+  timer_.cancel(it->second.waitTimer);
+  const Request& r = it->second;
   tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), PeerTally::Bucket::kNone);
   requests_.erase(it);
 }
@@ -899,21 +919,21 @@ void LockEngine::onSessionState(zk::SessionState state) {
   if (state == zk::SessionState::kExpired) {
     for (auto& [path, w] : holderWatches_) w.armed = false;  // gone with the session, silently
     for (auto& [id, r] : requests_) {
-      if (r->state == State::kHeld) {
-        lose(*r, LossReason::kSessionLost);
-      } else if (r->state == State::kCreating || r->state == State::kWaiting) {
+      if (r.state == State::kHeld) {
+        lose(r, LossReason::kSessionLost);
+      } else if (r.state == State::kCreating || r.state == State::kWaiting) {
         // Its node died with the session; it queues again, at the back, in the new session.
-        ++r->attempt;
-        moveTo(*r, State::kCreating);
-        r->nodeSeq.clear();
-        r->recreateOnConnect = true;
+        ++r.attempt;
+        moveTo(r, State::kCreating);
+        r.nodeSeq.reset();
+        r.recreateOnConnect = true;
       }
     }
   } else if (state == zk::SessionState::kConnected) {
     for (auto& [id, r] : requests_) {
-      if (r->recreateOnConnect && r->state == State::kCreating) {
-        r->recreateOnConnect = false;
-        startCreate(*r);
+      if (r.recreateOnConnect && r.state == State::kCreating) {
+        r.recreateOnConnect = false;
+        startCreate(r);
       }
     }
     verifyHeldNodes();
@@ -923,15 +943,13 @@ void LockEngine::onSessionState(zk::SessionState state) {
 // After a reconnect: each held lease's node must still exist and belong to this session.
 void LockEngine::verifyHeldNodes() {
   for (auto& [id, r] : requests_) {
-    if (r->state != State::kHeld) continue;
-    if (r->ownWatch != OwnWatch::kArmed) {
-      watchOwnNode(*r);
+    if (r.state != State::kHeld) continue;
+    if (r.ownWatch != OwnWatch::kArmed) {
+      watchOwnNode(r);
       continue;
     }
     // The client re-registers a watch it holds when it reconnects: only check, arm no second.
-    zk_.get(nodePath(*r), resumeOwnNode(*r, [this](Request& r, const zk::GetResult& res) {
-              onOwnNode(r, false, res);
-            }));
+    zk_.get(nodePath(r), resumeOwnNode<&LockEngine::onOwnNodeChecked>(r));
   }
 }
 
@@ -945,7 +963,7 @@ void LockEngine::onUnsafe() {
   holdersUnknown();
   for (auto& [id, r] : requests_) {
     // Its node may live on: lose() deletes it, retrying until the connection is back.
-    if (r->state == State::kHeld) lose(*r, LossReason::kSessionUncertain);
+    if (r.state == State::kHeld) lose(r, LossReason::kSessionUncertain);
   }
 }
 
@@ -1036,9 +1054,9 @@ void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback o
                 info.foreignNode = node;
               }
               for (auto& [id, r] : requests_) {
-                if (nodePath(*r) == node && r->state == State::kHeld) {
+                if (nodePath(r) == node && r.state == State::kHeld) {
                   info.thisSidecar = true;
-                  info.sinceUnixMs = r->grantedUnixMs;
+                  info.sinceUnixMs = r.grantedUnixMs;
                 }
               }
               done(read);
@@ -1095,7 +1113,7 @@ LeaseId LockEngine::listSlice(LeaseId from, size_t maxVisited, size_t cap,
     bool waitersDone = out.waiters.size() >= std::min<size_t>(cap, out.waiting);
     if (leasesDone && waitersDone) break;
     if (visited >= maxVisited) return it->first;
-    const Request& r = *it->second;
+    const Request& r = it->second;
     if (r.state == State::kHeld && !leasesDone) {
       out.leases.push_back({r.spec.name, static_cast<uint64_t>(r.czxid), r.spec.ownerLabel,
                             r.spec.clientPid, validity(r).valid, r.spec.clientUid,
@@ -1143,10 +1161,10 @@ void LockEngine::shutdown(std::function<void()> done) {
       timer_.schedule(timer_.now() + validFor, removeNode);
       if (r->spec.onLost) r->spec.onLost(r->czxid, LossReason::kSidecarShutdown, removeNode);
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
-      if (!r->nodeSeq.empty()) {
+      if (r->nodeSeq) {
         ++*pending;
         deleteNode(nodePath(*r), [finish](bool) { finish(); });
-        r->nodeSeq.clear();
+        r->nodeSeq.reset();
       }
       fail(*r, LeaseError::kShuttingDown, "the sidecar is shutting down");
     }

@@ -147,9 +147,9 @@ class LockEngine {
   template <typename Step>
   auto resume(const Request& r, State state, Step step);
   // As resume(), for the answers and the watch of the request's own node: they serve it waiting
-  // or held, as long as it has that node.
-  template <typename Step>
-  auto resumeOwnNode(const Request& r, Step step);
+  // or held, as long as it has that node. `Step` is a member function taking the request first.
+  template <auto Step>
+  auto resumeOwnNode(const Request& r);
   template <typename Fn>
   auto whileAlive(Fn fn) {
     return [alive = std::weak_ptr<bool>(alive_), fn = std::move(fn)](auto&&... args) mutable {
@@ -163,7 +163,8 @@ class LockEngine {
   Request* find(LeaseId id);
   const Request* find(LeaseId id) const;
   std::string lockPath(const std::string& name) const;
-  // The path our sequential node is created at (ZooKeeper appends the sequence), and its path.
+  // The path our sequential node is created at (ZooKeeper appends the sequence), and its path
+  // (empty while it has none).
   std::string nodePrefix(const Request& r) const;
   std::string nodePath(const Request& r) const;
   // A request's unique id in its node's name (`fk<instanceId>-<id in hex>`), and back: derived,
@@ -224,6 +225,9 @@ class LockEngine {
   void sweepOrphans(const std::string& lockPath, const std::vector<std::string>& children);
   void retryLater(const Request& r, std::function<void(Request&)> step);
   void onOwnNode(Request& r, bool arming, const zk::GetResult& res);
+  void onOwnNodeArmed(Request& r, const zk::GetResult& res) { onOwnNode(r, true, res); }
+  void onOwnNodeChecked(Request& r, const zk::GetResult& res) { onOwnNode(r, false, res); }
+  void onOwnNodeEvent(Request& r, zk::WatchEvent event);
   void ownNodeGone(Request& r);
   void onSessionState(zk::SessionState state);
   void onUnsafe();
@@ -241,7 +245,7 @@ class LockEngine {
   const EngineConfig config_;
   const std::string guidPrefix_;
   LeaseId nextId_ = 1;
-  std::map<LeaseId, std::unique_ptr<Request>> requests_;
+  std::map<LeaseId, Request> requests_;  // (by value: one allocation a request, not two)
   PeerTally tally_;
   bool shuttingDown_ = false;
   uint64_t grantsTotal_ = 0;

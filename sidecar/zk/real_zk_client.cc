@@ -71,18 +71,18 @@ constexpr int kReopenRetryMs = 1'000;
 
 }  // namespace
 
-// The context of one watch the C client may still call. Listed intrusively (a set's node was 56
-// bytes a watch, and each held lease has one on its own node).
+// The context of one watch the C client may still call. Small, since each held lease has one on
+// its own node: listed intrusively (a set's node was 56 bytes), and its client by plain pointer
+// (closeHandle() frees every context before the client can go).
 struct WatchCtx : boost::intrusive::list_base_hook<> {
-  WatchCtx(std::shared_ptr<RealZkClient::Shared> s, Client::WatchCallback c)
-      : shared(std::move(s)), onChange(std::move(c)) {}
-  std::shared_ptr<RealZkClient::Shared> shared;
+  WatchCtx(RealZkClient::Shared& s, Client::WatchCallback c) : shared(s), onChange(std::move(c)) {}
+  RealZkClient::Shared& shared;
   Client::WatchCallback onChange;
 };
 
 // Shared between the loop thread and the C client's threads. `loop` outlives the client; `alive`
 // is read and written on the loop thread only, in posted closures and the destructor.
-struct RealZkClient::Shared {
+struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared> {
   Executor& loop;
   Timer& timer;
   std::string hosts;
@@ -175,10 +175,10 @@ void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
   if (type == ZOO_SESSION_EVENT) return;  // the session listener reports those
   auto* watch = static_cast<WatchCtx*>(ctx);
   {
-    std::lock_guard<std::mutex> lock(watch->shared->watchMutex);
-    if (!watch->shared->unlist(watch)) return;
+    std::lock_guard<std::mutex> lock(watch->shared.watchMutex);
+    if (!watch->shared.unlist(watch)) return;
   }
-  auto shared = watch->shared;
+  auto shared = watch->shared.shared_from_this();
   // (ZOO_NOTWATCHING_EVENT, a watch removed, counts as a change: the caller looks again.)
   WatchEvent event = type == ZOO_DELETED_EVENT ? WatchEvent::kDeleted : WatchEvent::kChanged;
   shared->post(shared, [onChange = std::move(watch->onChange), event] { onChange(event); });
@@ -255,7 +255,7 @@ void refuseIfNotSent(int rc, Pending<Callback>* p, Result result) {
 }
 
 WatchCtx* listWatch(const std::shared_ptr<Shared>& shared, Client::WatchCallback onChange) {
-  auto* watch = new WatchCtx(shared, std::move(onChange));
+  auto* watch = new WatchCtx(*shared, std::move(onChange));
   std::lock_guard<std::mutex> lock(shared->watchMutex);
   shared->watches.push_back(*watch);
   return watch;
