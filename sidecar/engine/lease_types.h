@@ -29,7 +29,7 @@ enum class LeaseError {
 };
 const char* errorName(LeaseError error);
 
-enum class LossReason {
+enum class LossReason : uint8_t {
   kTtlExpired,
   kSessionLost,
   kSessionUncertain,

@@ -51,8 +51,8 @@ std::string refusedBy(const std::string& operation, const std::string& path) {
 }
 }  // namespace
 
-enum class LockEngine::State { kCreating, kWaiting, kHeld, kReleased, kLost };
-enum class LockEngine::OwnWatch { kNone, kAsked, kArmed };
+enum class LockEngine::State : uint8_t { kCreating, kWaiting, kHeld, kReleased, kLost };
+enum class LockEngine::OwnWatch : uint8_t { kNone, kAsked, kArmed };
 
 namespace {
 const char* stateName(int state) {
@@ -77,14 +77,24 @@ PeerTally::Bucket LockEngine::bucketOf(State state) {
 }
 
 struct LockEngine::Request {
+  // (Ordered so that no padding is left: the engine keeps one a lease.)
   LeaseId id;
   AcquireSpec spec;
-  State state = State::kCreating;
   // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
   uint32_t attempt = 0;
+  State state = State::kCreating;
+  // The watch on our node: asked for when the node is made (a waiter's own node may be deleted
+  // behind its back too), registered once ZooKeeper answered.
+  OwnWatch ownWatch = OwnWatch::kNone;
+  LossReason lossReason = LossReason::kTtlExpired;
+  bool renewFailureNoted : 1 = false;
+  bool recreateOnConnect : 1 = false;
   // Our node's sequence number, once known. Its path is derived (nodePath()): a copy a lease cost
   // a heap string, as did its lock's path.
   std::optional<int32_t> nodeSeq;
+  // Position in its queue from the engine's last listing (0: next in line), for status; none
+  // between its create and the first listing of its queue.
+  std::optional<uint32_t> position;
   int64_t czxid = 0;           // of our node: the token
   int64_t ephemeralOwner = 0;  // of our node: the session that made it
   TimePoint deadline{};
@@ -93,15 +103,6 @@ struct LockEngine::Request {
   int64_t grantedUnixMs = 0;
   TimePoint queuedAt{};   // acquire() accepted it
   TimePoint grantedAt{};  // 0 until granted
-  // Position in its queue from the engine's last listing (0: next in line), for status; none
-  // between its create and the first listing of its queue.
-  std::optional<uint32_t> position;
-  bool renewFailureNoted = false;
-  LossReason lossReason = LossReason::kTtlExpired;
-  bool recreateOnConnect = false;
-  // The watch on our node: asked for when the node is made (a waiter's own node may be deleted
-  // behind its back too), registered once ZooKeeper answered.
-  OwnWatch ownWatch = OwnWatch::kNone;
   std::string predecessor;  // the node it watches while waiting
   std::function<void(AcquireOutcome)> done;
 };

@@ -126,8 +126,8 @@ class LockEngine {
 
  private:
   struct Request;
-  enum class State;
-  enum class OwnWatch;
+  enum class State : uint8_t;
+  enum class OwnWatch : uint8_t;
   static PeerTally::Bucket bucketOf(State state);
 
   // Lifetime rules of the engine's callbacks:
