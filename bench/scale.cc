@@ -196,6 +196,8 @@ void benchScale(const Options& opt, testing::SidecarCluster& cluster, Table& tab
   std::vector<size_t> sizes{1000, 10000};
   if (opt.full) sizes.push_back(100000);
   Samples renewSmall;
+  size_t prevHeld = 0;
+  long long prevKb = 0;
   for (size_t target : sizes) {
     if (g_stop) break;
     const std::string k = sizeLabel(target);
@@ -206,12 +208,21 @@ void benchScale(const Options& opt, testing::SidecarCluster& cluster, Table& tab
     double setupS = nsBetween(t0, Clock::now()) / 1e9;
     const long long kb = residentKb(pid);
     if (curve) std::fprintf(curve, "%zu\t%lld\t%zu\n", held, kb, clients.size());
-    char note[160];
+    // The growth from the previous size, per lease added: what "grows linearly" is about (the
+    // first size also carries what the first lease of each connection costs).
+    char growth[64] = "";
+    if (prevHeld && held > prevHeld) {
+      std::snprintf(growth, sizeof growth, "; +%.2f KiB/lease from %s",
+                    double(kb - prevKb) / double(held - prevHeld), sizeLabel(prevHeld).c_str());
+    }
+    char note[224];
     std::snprintf(note, sizeof note,
-                  "%.2f KiB/lease over 1k connections (target <=2 KiB)%s; set up in %.0f s%s",
-                  held ? double(kb - connectedKb) / double(held) : 0.0,
+                  "%.2f KiB/lease over 1k connections (target <=2 KiB)%s%s; set up in %.0f s%s",
+                  held ? double(kb - connectedKb) / double(held) : 0.0, growth,
                   target == 10000 ? ", target <=64 MB" : "", setupS,
                   held < target ? " (CAPPED: fewer than asked)" : "");
+    prevHeld = held;
+    prevKb = kb;
     table.addValue("8a" + k, "  sidecar RSS, " + std::to_string(held) + " leases", held, mb(kb),
                    note);
 
