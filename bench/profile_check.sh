@@ -9,19 +9,13 @@
 #
 # FK_BENCH_BUILD_DIR as for run.sh (default /tmp/fk-bench-build). Results in $build/profile-check/.
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-build="${FK_BENCH_BUILD_DIR:-/tmp/fk-bench-build}"
 count="${1:-2000}"
 mode="${2:-}"
 [ -z "$mode" ] || [ "$mode" = cycle ] || { echo "profile_check: mode is cycle or nothing" >&2; exit 2; }
 what=$([ "$mode" = cycle ] && echo "acquire+release cycle" || echo check)
-command -v valgrind >/dev/null || { echo "profile_check: needs valgrind" >&2; exit 1; }
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
-cmake --build "$build" --target fencekeeper fk_check_loop -j"$(nproc)" >/dev/null
-out="$build/profile-check${mode:+-$mode}"
-rm -rf "$out" && mkdir -p "$out"
+source "$(dirname "$0")/profile_common.sh"
+profile_setup profile_check "profile-check${mode:+-$mode}" fk_check_loop
 sock="$out/s/fk.sock"
-mkdir -p "$out/s"
 pid=""
 stop() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
 trap stop EXIT

@@ -8,15 +8,10 @@
 #
 # FK_BENCH_BUILD_DIR as for run.sh (default /tmp/fk-bench-build). Results in $build/profile-memory/.
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-build="${FK_BENCH_BUILD_DIR:-/tmp/fk-bench-build}"
 leases="${1:-2000}"
 connections="${2:-200}"
-command -v valgrind >/dev/null || { echo "profile_memory: needs valgrind" >&2; exit 1; }
-cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
-cmake --build "$build" --target fencekeeper fk_hold_leases -j"$(nproc)" >/dev/null
-out="$build/profile-memory"
-rm -rf "$out" && mkdir -p "$out/s"
+source "$(dirname "$0")/profile_common.sh"
+profile_setup profile_memory profile-memory fk_hold_leases
 sock="$out/s/fk.sock"
 pid=""
 holder=""

@@ -1,5 +1,6 @@
 #include "sidecar/engine/lock_name.h"
 
+#include <charconv>
 #include <cstdio>
 
 namespace fencekeeper::engine {
@@ -70,6 +71,29 @@ std::optional<QueueNode> parseQueueNode(std::string_view child) {
   if (!endsWith("__lock__") && !endsWith("__rlock__")) return std::nullopt;
   int64_t value = std::stoll(std::string(digits));
   return QueueNode{std::string(child), negative ? -value : value};
+}
+
+void appendSequenceSuffix(std::string& out, int32_t seq) {
+  char digits[12];
+  int64_t value = seq;
+  auto end = std::to_chars(digits, digits + sizeof digits, value < 0 ? -value : value).ptr;
+  size_t n = static_cast<size_t>(end - digits);
+  size_t width = value < 0 ? 9 : 10;
+  if (value < 0) out += '-';
+  if (n < width) out.append(width - n, '0');
+  out.append(digits, n);
+}
+
+std::optional<int32_t> sequenceAfter(std::string_view path, std::string_view prefix) {
+  if (path.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view suffix = path.substr(prefix.size());
+  int32_t seq = 0;
+  auto [end, ec] = std::from_chars(suffix.data(), suffix.data() + suffix.size(), seq);
+  if (ec != std::errc() || end != suffix.data() + suffix.size()) return std::nullopt;
+  std::string again;
+  appendSequenceSuffix(again, seq);
+  if (again != suffix) return std::nullopt;  // not in ZooKeeper's own form
+  return seq;
 }
 
 }  // namespace fencekeeper::engine

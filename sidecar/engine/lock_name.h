@@ -28,4 +28,10 @@ struct QueueNode {
 };
 std::optional<QueueNode> parseQueueNode(std::string_view childName);
 
+// The suffix ZooKeeper gives a sequential node, "%010d" of its parent's counter (the sign, once
+// the counter wraps negative, counts in the width), appended to `out`.
+void appendSequenceSuffix(std::string& out, int32_t seq);
+// The sequence ZooKeeper appended to `prefix` to name `path`, if that is what it did.
+std::optional<int32_t> sequenceAfter(std::string_view path, std::string_view prefix);
+
 }  // namespace fencekeeper::engine

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdio>
+#include <cstring>
+
 namespace fencekeeper::engine {
 namespace {
 
@@ -36,6 +40,22 @@ TEST(QueueNode, OrdersBySuffixLikeKazoo) {
   EXPECT_FALSE(parseQueueNode("abc__lock__123"));
   EXPECT_FALSE(parseQueueNode("abc__other__0000000001"));
   EXPECT_FALSE(parseQueueNode("leader0000000001"));
+}
+
+// A node's sequence read back from its path, in ZooKeeper's own form only ("%010d").
+TEST(QueueNode, SequenceSuffixRoundTripsInZooKeepersFormOnly) {
+  for (int32_t seq : {0, 7, 1234567890, INT32_MAX, -3, INT32_MIN}) {
+    std::string path = "/r/locks/a/fk1-2__lock__";
+    appendSequenceSuffix(path, seq);
+    char expected[16];
+    std::snprintf(expected, sizeof expected, "%010d", seq);
+    EXPECT_EQ(path.substr(path.size() - std::strlen(expected)), expected);
+    EXPECT_EQ(sequenceAfter(path, "/r/locks/a/fk1-2__lock__"), seq) << path;
+  }
+  EXPECT_FALSE(sequenceAfter("/r/locks/a/fk1-2__lock__0000000007", "/r/locks/a/fk1-3__lock__"));
+  for (const char* suffix : {"", "7", "00000000007", "+000000007", "000000007x", "9999999999"}) {
+    EXPECT_FALSE(sequenceAfter(std::string("p") + suffix, "p")) << suffix;
+  }
 }
 
 // The detail a refused name is answered with says what is wrong, quoting the name safely.
