@@ -129,6 +129,28 @@ class Watcher final : public ipc::LeaseWatcher::Server {
   std::shared_ptr<Grant> grant_;
 };
 
+// Checks what a holder watch is told: known states, and a holder's token never below one told
+// before (the schema's promise to standbys).
+class HolderWatcher final : public ipc::HolderWatcher::Server {
+ public:
+  kj::Promise<void> changed(ChangedContext context) override {
+    auto change = context.getParams().getChange();
+    static const size_t known = capnp::Schema::from<ipc::HolderState>().getEnumerants().size();
+    FK_FUZZ_CHECK(static_cast<size_t>(change.getState()) < known,
+                  "holder state " + std::to_string(static_cast<int>(change.getState())));
+    if (change.getState() == ipc::HolderState::HELD) {
+      uint64_t token = change.getInfo().getToken();
+      FK_FUZZ_CHECK(token >= lastToken_, "holder watch told token " + std::to_string(token) +
+                                             " after " + std::to_string(lastToken_));
+      lastToken_ = token;
+    }
+    return kj::READY_NOW;
+  }
+
+ private:
+  uint64_t lastToken_ = 0;
+};
+
 auto ignoreFailure() {
   return [](kj::Exception&&) {};
 }
@@ -149,7 +171,9 @@ class ScriptClient {
 
  private:
   void step(ScriptReader& in) {
-    switch (static_cast<Op>(in.u8() % static_cast<uint8_t>(Op::kCount))) {
+    uint8_t code = in.u8();
+    if (code == kExtended) return extendedStep(in);
+    switch (static_cast<Op>(code % static_cast<uint8_t>(Op::kCount))) {
       case Op::kAcquire: {
         std::string name = in.name();
         uint32_t ttl = in.u32();
@@ -203,6 +227,22 @@ class ScriptClient {
             zk::CreateMode::kPersistent);
         return;
       case Op::kCount:
+        break;
+    }
+  }
+
+  void extendedStep(ScriptReader& in) {
+    switch (static_cast<ExtendedOp>(in.u8() % static_cast<uint8_t>(ExtendedOp::kCount))) {
+      case ExtendedOp::kWatchHolder:
+        return watchHolder(in.name());
+      case ExtendedOp::kDropHolderWatch: {
+        uint8_t pick = in.u8();
+        if (!holderWatches_.empty()) {
+          holderWatches_.erase(holderWatches_.begin() + pick % holderWatches_.size());
+        }
+        return;
+      }
+      case ExtendedOp::kCount:
         break;
     }
   }
@@ -290,6 +330,16 @@ class ScriptClient {
             .eagerlyEvaluate(nullptr));
   }
 
+  void watchHolder(const std::string& name) {
+    auto request = cap_.watchHolderRequest();
+    request.setName(capnp::Text::Reader(name.c_str(), name.size()));
+    request.setWatcher(kj::heap<HolderWatcher>());
+    auto sent = request.send();
+    holderWatches_.push_back(sent.getWatch());
+    add(sent.then([](auto response) { checkKnown(response.getError()); }, ignoreFailure())
+            .eagerlyEvaluate(nullptr));
+  }
+
   void status() {
     add(cap_.statusRequest()
             .send()
@@ -320,6 +370,7 @@ class ScriptClient {
   ipc::Sidecar::Client cap_;
   std::shared_ptr<Oracle> oracle_ = std::make_shared<Oracle>();
   std::vector<LeaseSlot> leases_;
+  std::vector<ipc::HolderWatch::Client> holderWatches_;
   // Unanswered calls the client may drop; `acquired` is set for an acquire.
   struct Call {
     kj::Promise<void> answer;
@@ -371,6 +422,20 @@ ScriptWriter& ScriptWriter::cancel(uint8_t call) {
 ScriptWriter& ScriptWriter::advance(uint32_t ms) {
   u8(static_cast<uint8_t>(Op::kAdvance));
   u32(ms);
+  return *this;
+}
+
+ScriptWriter& ScriptWriter::watchHolder(const std::string& n) {
+  u8(kExtended);
+  u8(static_cast<uint8_t>(ExtendedOp::kWatchHolder));
+  name(n);
+  return *this;
+}
+
+ScriptWriter& ScriptWriter::dropHolderWatch(uint8_t watch) {
+  u8(kExtended);
+  u8(static_cast<uint8_t>(ExtendedOp::kDropHolderWatch));
+  u8(watch);
   return *this;
 }
 

@@ -26,6 +26,16 @@ enum class Op : uint8_t {
   kCount,
 };
 
+// Ops added after the first regression seeds were committed: the byte kExtended, then which one,
+// so that no older script reads differently (no committed seed has that byte; `u8 % kCount` would
+// have remapped them all).
+constexpr uint8_t kExtended = 0xfe;
+enum class ExtendedOp : uint8_t {
+  kWatchHolder,      // name: watch the lock's holder; the watcher checks what it is told
+  kDropHolderWatch,  // watch index: the client drops the watch's capability
+  kCount,
+};
+
 // A name is one byte: below kCustomName it picks one of a few shared names (so calls collide on
 // the same locks), kCustomName is followed by a length byte and that many bytes.
 constexpr uint8_t kCustomName = 0xff;
@@ -39,6 +49,8 @@ class ScriptWriter {
   ScriptWriter& plain(Op op);                           // status, expire
   ScriptWriter& cancel(uint8_t call);
   ScriptWriter& advance(uint32_t ms);
+  ScriptWriter& watchHolder(const std::string& name);
+  ScriptWriter& dropHolderWatch(uint8_t watch);
   const std::string& bytes() const { return out_; }
 
  private:

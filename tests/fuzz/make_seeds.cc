@@ -94,6 +94,20 @@ std::map<std::string, ScriptWriter> callScripts() {
       .leaseOp(Op::kDropLease, 0)
       .acquire("a/b/c", 30'000, 0, "", false)
       .leaseOp(Op::kToken, 0);
+  // Issue 11 left watchHolder out of the scripts: a watch across grants, a loss, a session
+  // expiry and a drop.
+  s["holder_watch"]
+      .watchHolder("jobs")
+      .acquire("jobs", 30'000, 0, "", true)
+      .watchHolder("jobs")
+      .acquire("jobs", 30'000, 60'000, "", false)
+      .leaseOp(Op::kRelease, 0)
+      .advance(1'000)
+      .named(Op::kRemoveHolderNode, "jobs")
+      .dropHolderWatch(0)
+      .plain(Op::kExpireSession)
+      .advance(5'000)
+      .watchHolder("a/../b");
   return s;
 }
 
