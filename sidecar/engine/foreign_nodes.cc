@@ -49,7 +49,7 @@ void ForeignNodes::prune(const std::string& lockPath, const std::vector<std::str
 
 std::string ForeignNodes::firstPlanted(const std::string& lockPath,
                                        std::vector<QueueNode> queue) const {
-  std::sort(queue.begin(), queue.end(), [](auto& a, auto& b) { return a.sequence < b.sequence; });
+  sortQueue(queue);
   for (auto& q : queue) {
     auto it = nodes_.find(lockPath + "/" + q.name);
     if (it != nodes_.end() && it->second == Kind::kPlanted) return it->first;

@@ -554,9 +554,12 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
   const QueueNode* predecessor = nullptr;
   uint32_t ahead = 0;
   for (auto& q : queue) {
-    if (q.sequence >= own->sequence) continue;
+    int32_t offset = sequenceOffset(q.sequence, own->sequence);
+    if (offset >= 0) continue;
     ++ahead;
-    if (!predecessor || q.sequence > predecessor->sequence) predecessor = &q;
+    if (!predecessor || offset > sequenceOffset(predecessor->sequence, own->sequence)) {
+      predecessor = &q;
+    }
   }
   r.position = ahead;
   if (!predecessor) return grant(r);
@@ -1027,9 +1030,8 @@ void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback o
       if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
     }
     if (queue.empty()) return done(read);
-    auto lowest = std::min_element(queue.begin(), queue.end(),
-                                   [](auto& a, auto& b) { return a.sequence < b.sequence; });
-    std::string node = path + "/" + lowest->name;
+    sortQueue(queue);
+    std::string node = path + "/" + queue.front().name;
     read.info.waiters = static_cast<uint32_t>(queue.size() - 1);
     read.info.foreignNode = foreign_.firstPlanted(path, queue);
     zk_.get(node, whileAlive([this, path, node, read, done, failed,

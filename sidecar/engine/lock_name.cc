@@ -1,5 +1,6 @@
 #include "sidecar/engine/lock_name.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -71,6 +72,18 @@ std::optional<QueueNode> parseQueueNode(std::string_view child) {
   if (!endsWith("__lock__") && !endsWith("__rlock__")) return std::nullopt;
   int64_t value = std::stoll(std::string(digits));
   return QueueNode{std::string(child), negative ? -value : value};
+}
+
+int32_t sequenceOffset(int64_t sequence, int64_t reference) {
+  return static_cast<int32_t>(static_cast<uint32_t>(sequence) - static_cast<uint32_t>(reference));
+}
+
+void sortQueue(std::vector<QueueNode>& queue) {
+  if (queue.empty()) return;
+  int64_t reference = queue.front().sequence;
+  std::stable_sort(queue.begin(), queue.end(), [reference](const auto& a, const auto& b) {
+    return sequenceOffset(a.sequence, reference) < sequenceOffset(b.sequence, reference);
+  });
 }
 
 void appendSequenceSuffix(std::string& out, int32_t seq) {

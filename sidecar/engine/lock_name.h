@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fencekeeper::engine {
 
@@ -27,6 +28,15 @@ struct QueueNode {
   int64_t sequence;
 };
 std::optional<QueueNode> parseQueueNode(std::string_view childName);
+
+// Queue order. ZooKeeper's counter is an int32 that wraps (2147483647, then -2147483648), so a
+// sequence's place is its offset from another of the same queue, as serial numbers compare
+// (RFC 1982): right while a queue spans fewer than 2^31 creates. Plain comparison would put the
+// first node made after the wrap ahead of the holder: two holders.
+int32_t sequenceOffset(int64_t sequence, int64_t reference);
+// `queue` oldest first. (Offsets from one reference, its first entry: a total order, so the sort
+// is well defined whatever names are planted in a queue.)
+void sortQueue(std::vector<QueueNode>& queue);
 
 // The suffix ZooKeeper gives a sequential node, "%010d" of its parent's counter (the sign, once
 // the counter wraps negative, counts in the width), appended to `out`.

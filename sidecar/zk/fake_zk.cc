@@ -155,6 +155,10 @@ void FakeZkServer::expireSession(FakeZkClient& client) {
   });
 }
 
+void FakeZkServer::setNextSequence(const std::string& path, int32_t next) {
+  nodes_.at(path).childrenCreated = next;
+}
+
 void FakeZkServer::removeExternally(const std::string& path) { doRemove(path); }
 
 void FakeZkServer::setAclExternally(const std::string& path, std::vector<Acl> acl) {
@@ -240,7 +244,9 @@ CreateResult FakeZkServer::doCreate(int64_t session, const std::string& path,
     node.acl = {Acl{"digest", identity, kPermAll}, Acl{"world", "anyone", kPermRead}};
   }
   parent->second.stat.numChildren++;
-  parent->second.childrenCreated++;
+  // An int32 on the server too: after 2147483647 comes -2147483648.
+  parent->second.childrenCreated =
+      static_cast<int32_t>(static_cast<uint32_t>(parent->second.childrenCreated) + 1);
   parent->second.hadChildren = true;
   Stat stat = node.stat;
   nodes_.emplace(created, std::move(node));

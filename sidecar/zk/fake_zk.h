@@ -76,6 +76,9 @@ class FakeZkServer {
   void removeExternally(const std::string& path);
   // Sets a node's ACL as an administrator would.
   void setAclExternally(const std::string& path, std::vector<Acl> acl);
+  // Sets the sequence the next sequential child of `path` gets (e.g. just before the counter's
+  // wrap, which on a server takes 2^31 creates).
+  void setNextSequence(const std::string& path, int32_t next);
   // Deletes every empty container node that has had children, as the server's reaper does.
   void reapEmptyContainers();
   // Creates a node as another session would (e.g. a kazoo contender); ephemeral nodes belong to

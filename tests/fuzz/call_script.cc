@@ -357,12 +357,12 @@ class ScriptClient {
   void removeHolderNode(const std::string& name) {
     auto& server = sidecar_.zkServer();
     std::string path = sidecar_.lockPath(name);
-    std::optional<engine::QueueNode> first;
+    std::vector<engine::QueueNode> queue;
     for (const auto& child : server.childrenOf(path)) {
-      auto node = engine::parseQueueNode(child);
-      if (node && (!first || node->sequence < first->sequence)) first = node;
+      if (auto node = engine::parseQueueNode(child)) queue.push_back(std::move(*node));
     }
-    if (first) server.removeExternally(path + "/" + first->name);
+    engine::sortQueue(queue);
+    if (!queue.empty()) server.removeExternally(path + "/" + queue.front().name);
   }
 
   SidecarUnderTest& sidecar_;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <optional>
 
 #include "sidecar/engine/lock_name.h"
@@ -101,6 +102,34 @@ TEST_F(LockEngineTest, ContendersAreGrantedInFifoOrderWithRisingTokens) {
   EXPECT_GT(third->outcome->token, second->outcome->token);
   release(a, *third);
   EXPECT_TRUE(queue("x").empty());
+}
+
+// ZooKeeper's counter wraps past 2147483647 to -2147483648: a node made after the wrap still
+// queues behind the ones made before it (compared as plain numbers, it was granted at once while
+// the holder held: two holders).
+TEST_F(LockEngineTest, QueueOrderHoldsAcrossTheSequenceCountersWrap) {
+  auto once = acquire(a, "wrap");  // makes the lock's node
+  ASSERT_TRUE(once->granted());
+  release(a, *once);
+  server.setNextSequence("/fencekeeper/locks/wrap", INT32_MAX);
+  auto first = acquire(a, "wrap");
+  auto second = acquire(b, "wrap");
+  auto third = acquire(a, "wrap");
+  ASSERT_TRUE(first->granted());
+  auto names = queue("wrap");
+  ASSERT_EQ(names.size(), 3u);
+  int wrapped = 0;
+  for (auto& n : names) wrapped += n.find("__lock__-214748364") != std::string::npos;
+  EXPECT_EQ(wrapped, 2) << "the second and third nodes are made after the wrap";
+  EXPECT_FALSE(second->outcome);
+  EXPECT_FALSE(third->outcome);
+  release(a, *first);
+  ASSERT_TRUE(second->granted());
+  EXPECT_FALSE(third->outcome);
+  EXPECT_GT(second->outcome->token, first->outcome->token);
+  release(b, *second);
+  ASSERT_TRUE(third->granted());
+  release(a, *third);
 }
 
 TEST_F(LockEngineTest, WaiterWakesOnlyWhenItsPredecessorGoes) {

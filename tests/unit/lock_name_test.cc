@@ -42,6 +42,27 @@ TEST(QueueNode, OrdersBySuffixLikeKazoo) {
   EXPECT_FALSE(parseQueueNode("leader0000000001"));
 }
 
+// Queue order holds across the wrap of ZooKeeper's int32 counter, and sorting is total.
+TEST(QueueNode, QueueOrderHoldsAcrossTheCountersWrap) {
+  EXPECT_LT(sequenceOffset(INT32_MAX, INT32_MIN), 0);  // made before the wrap: ahead
+  EXPECT_GT(sequenceOffset(INT32_MIN + 1, INT32_MAX), 0);
+  EXPECT_LT(sequenceOffset(5, 7), 0);
+  EXPECT_EQ(sequenceOffset(7, 7), 0);
+  std::vector<QueueNode> queue{{"c", INT32_MIN + 1}, {"a", INT32_MAX - 1}, {"d", INT32_MIN + 2},
+                               {"b", INT32_MAX}};
+  sortQueue(queue);
+  std::string order;
+  for (auto& q : queue) order += q.name;
+  EXPECT_EQ(order, "abcd");
+  // Sequences spread over the whole circle have no true order; the sort is still a total one,
+  // by offset from the first entry.
+  std::vector<QueueNode> spread{{"x", 0}, {"y", 1'500'000'000}, {"z", -1'500'000'000}};
+  sortQueue(spread);
+  order.clear();
+  for (auto& q : spread) order += q.name;
+  EXPECT_EQ(order, "zxy");
+}
+
 // A node's sequence read back from its path, in ZooKeeper's own form only ("%010d").
 TEST(QueueNode, SequenceSuffixRoundTripsInZooKeepersFormOnly) {
   for (int32_t seq : {0, 7, 1234567890, INT32_MAX, -3, INT32_MIN}) {
