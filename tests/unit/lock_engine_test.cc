@@ -64,6 +64,21 @@ class LockEngineTest : public ::testing::Test {
     s.engine.withdraw(p.outcome->id);
     settle();
   }
+  // Three contenders queued on one lock by a, b and a: each is granted only once the one before
+  // it is released, with rising tokens. Releases all three.
+  void grantedInTurn(Pending& first, Pending& second, Pending& third) {
+    ASSERT_TRUE(first.granted());
+    EXPECT_FALSE(second.outcome);
+    EXPECT_FALSE(third.outcome);
+    release(a, first);
+    ASSERT_TRUE(second.granted());
+    EXPECT_FALSE(third.outcome);
+    EXPECT_GT(second.outcome->token, first.outcome->token);
+    release(b, second);
+    ASSERT_TRUE(third.granted());
+    EXPECT_GT(third.outcome->token, second.outcome->token);
+    release(a, third);
+  }
   std::vector<std::string> queue(const std::string& name) {
     return server.childrenOf("/fencekeeper/locks/" + name);
   }
@@ -90,17 +105,7 @@ TEST_F(LockEngineTest, ContendersAreGrantedInFifoOrderWithRisingTokens) {
   auto first = acquire(a, "x");
   auto second = acquire(b, "x");
   auto third = acquire(a, "x");
-  ASSERT_TRUE(first->granted());
-  EXPECT_FALSE(second->outcome);
-  EXPECT_FALSE(third->outcome);
-  release(a, *first);
-  ASSERT_TRUE(second->granted());
-  EXPECT_FALSE(third->outcome);
-  EXPECT_GT(second->outcome->token, first->outcome->token);
-  release(b, *second);
-  ASSERT_TRUE(third->granted());
-  EXPECT_GT(third->outcome->token, second->outcome->token);
-  release(a, *third);
+  grantedInTurn(*first, *second, *third);
   EXPECT_TRUE(queue("x").empty());
 }
 
@@ -121,15 +126,7 @@ TEST_F(LockEngineTest, QueueOrderHoldsAcrossTheSequenceCountersWrap) {
   int wrapped = 0;
   for (auto& n : names) wrapped += n.find("__lock__-214748364") != std::string::npos;
   EXPECT_EQ(wrapped, 2) << "the second and third nodes are made after the wrap";
-  EXPECT_FALSE(second->outcome);
-  EXPECT_FALSE(third->outcome);
-  release(a, *first);
-  ASSERT_TRUE(second->granted());
-  EXPECT_FALSE(third->outcome);
-  EXPECT_GT(second->outcome->token, first->outcome->token);
-  release(b, *second);
-  ASSERT_TRUE(third->granted());
-  release(a, *third);
+  grantedInTurn(*first, *second, *third);
 }
 
 TEST_F(LockEngineTest, WaiterWakesOnlyWhenItsPredecessorGoes) {
