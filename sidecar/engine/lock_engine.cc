@@ -578,12 +578,14 @@ bool LockEngine::nextAfter(const Request& r, const std::string& predecessor) con
   if (r.predecessor != predecessor || r.position != 1u || r.ownWatch != OwnWatch::kArmed) {
     return false;
   }
-  std::string name = baseName(predecessor);
-  if (auto id = idOfGuid(std::string_view(name).substr(0, name.find(kLockMarker)))) {
-    const Request* ahead = find(*id);
-    if (ahead && ahead->state == State::kHeld && nodePath(*ahead) == predecessor) return false;
-  }
-  return true;
+  return heldAt(predecessor) == nullptr;
+}
+
+const LockEngine::Request* LockEngine::heldAt(const std::string& node) const {
+  std::string name = baseName(node);
+  auto id = idOfGuid(std::string_view(name).substr(0, name.find(kLockMarker)));
+  const Request* r = id ? find(*id) : nullptr;
+  return r && r->state == State::kHeld && nodePath(*r) == node ? r : nullptr;
 }
 
 void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
@@ -1058,11 +1060,9 @@ void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback o
                 info.foreign = true;
                 info.foreignNode = node;
               }
-              for (auto& [id, r] : requests_) {
-                if (nodePath(r) == node && r.state == State::kHeld) {
-                  info.thisSidecar = true;
-                  info.sinceUnixMs = r.grantedUnixMs;
-                }
+              if (const Request* r = heldAt(node)) {
+                info.thisSidecar = true;
+                info.sinceUnixMs = r->grantedUnixMs;
               }
               done(read);
             }));

@@ -184,6 +184,8 @@ class LockEngine {
   void onChildren(Request& r, const zk::ChildrenResult& result);
   void watchPredecessor(Request& r, const std::string& predecessor);
   bool nextAfter(const Request& r, const std::string& predecessor) const;
+  // The request of this sidecar holding the node at `path`, found by the guid in its name.
+  const Request* heldAt(const std::string& path) const;
   // One read of a lock's holder: its queue, then the lowest entry. `onChange` set: the queue
   // listing arms a children watch with it.
   struct HolderRead {
