@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/capnp_ping.h"
 #include "bench/harness.h"
 #include "bench/kazoo_row.h"
 #include "bench/stats.h"
@@ -273,19 +274,22 @@ std::string perSecond(double meanNs, const char* unit) {
 
 void benchRpc(const Options& opt, SidecarCluster& cluster, const std::string& selfExe,
               Table& table) {
-  progress("[1] RPC round trip: %s\n", "raw ping-pong, thread hop, Lease::check()");
+  progress("[1] RPC round trip: %s\n",
+           "raw ping-pong, thread hop, bare Cap'n Proto call, Lease::check()");
   EchoPeer echo(selfExe, cluster.dir());
   HopThread hop(echo);
+  CapnpPingPeer capnpPing(selfExe, cluster.dir());
   auto client = cluster.connect(0);
   Status s;
   auto lease =
       client->acquire("bench-rpc", leaseOptions(milliseconds(0), milliseconds(600000)), &s);
   if (!lease) throw std::runtime_error("acquire bench-rpc: " + s.message);
 
-  Samples raw, hopped, check;
+  Samples raw, hopped, bare, check;
   for (int i = 0; i < 500; ++i) {  // warm-up
     echo.pingOnce();
     hop.call();
+    capnpPing.pingOnce();
     lease->check();
   }
   // Interleaved rounds, so drift on a shared machine hits every series alike.
@@ -307,6 +311,12 @@ void benchRpc(const Options& opt, SidecarCluster& cluster, const std::string& se
     }
     for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) {
       auto t0 = Clock::now();
+      bool ok = capnpPing.pingOnce();
+      auto t1 = Clock::now();
+      ok ? bare.add(nsBetween(t0, t1)) : void(++bare.failures);
+    }
+    for (int i = 0; i < perSeries / rounds && !cap.over(); ++i) {
+      auto t0 = Clock::now();
       Status st = lease->check();
       auto t1 = Clock::now();
       st.ok() ? check.add(nsBetween(t0, t1)) : void(++check.failures);
@@ -318,6 +328,13 @@ void benchRpc(const Options& opt, SidecarCluster& cluster, const std::string& se
   table.add("1c", "Lease::check() (token() call to the sidecar)", check,
             ratio(check.median(), raw.median(), "1a (median)") + ", " +
                 ratio(check.p99(), raw.p99(), "(p99)"));
+  // The floor any check over Cap'n Proto RPC pays, hop or none: with 1b - 1a it bounds 1c from
+  // below.
+  char floor[96];
+  std::snprintf(floor, sizeof floor, "; 1d + (1b - 1a) = %.1f us",
+                (bare.median() + hopped.median() - raw.median()) / 1e3);
+  table.add("1d", "  bare Cap'n Proto RPC call, empty method, no hop", bare,
+            ratio(bare.median(), raw.median(), "1a") + floor);
   lease->release();
 }
 
@@ -859,6 +876,9 @@ int usage(const char* msg) {
 int main(int argc, char** argv) {
   using namespace fencekeeper::bench;
   if (argc == 3 && std::string(argv[1]) == "--echo-server") return echoServerMain(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "--capnp-ping-server") {
+    return capnpPingServerMain(argv[2]);
+  }
   Options opt;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

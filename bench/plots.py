@@ -18,6 +18,7 @@ CDFS = {
     "cdf-check.png": ("Check round trip", [
         ("1a", "raw Unix-socket ping-pong (64 B)"),
         ("1b", "ping-pong via an I/O thread"),
+        ("1d", "bare Cap'n Proto RPC call (no hop)"),
         ("1c", "Lease::check()"),
     ]),
     "cdf-cycle.png": ("Acquire+release, back to back on one lock (fsync)", [
