@@ -79,6 +79,8 @@ struct LockEngine::Request {
   LossReason lossReason = LossReason::kTtlExpired;
   bool renewFailureNoted : 1 = false;
   bool recreateOnConnect : 1 = false;
+  // The listing sent right behind the create has not answered yet.
+  bool listingPipelined : 1 = false;
   // Our node's sequence number, once known. Its path is derived (nodePath()): a copy a lease cost
   // a heap string, as did its lock's path.
   std::optional<int32_t> nodeSeq;
@@ -358,6 +360,20 @@ void LockEngine::startCreate(Request& r) {
                    // up after it settles.)
                    if (res.code == zk::Code::kOk) deleteNode(res.path);
                  }));
+  // Sent behind the create, not after its answer: ZooKeeper runs a session's requests in order
+  // and a read sees the session's earlier writes, so this listing holds the new node and answers
+  // right after the create. The acquire saves a round trip.
+  r.listingPipelined = true;
+  zk_.getChildren(lockPath(r.spec.name), [this, alive = std::weak_ptr<bool>(alive_), id = r.id,
+                                          attempt = r.attempt](const zk::ChildrenResult& res) {
+    if (!alive.lock()) return;
+    Request* again = find(id, attempt);
+    if (!again || !again->listingPipelined) return;
+    again->listingPipelined = false;
+    // Not waiting: the create failed and its answer started a recovery, or (a test double's
+    // stall) this answer overtook the create's, and onCreated lists again.
+    if (again->state == State::kWaiting) onChildren(*again, res);
+  });
 }
 
 void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
@@ -372,7 +388,7 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
       r.czxid = res.stat.czxid;
       r.ephemeralOwner = res.stat.ephemeralOwner;
       moveTo(r, State::kWaiting);
-      checkQueue(r);
+      if (!r.listingPipelined) checkQueue(r);  // found again after an ambiguous create
       // Right behind the listing (it answers first): a waiter learns of its node's deletion
       // before any later event, and a grant finds the watch already asked for.
       if (r.spec.wait.count() != 0) watchOwnNode(r);
@@ -448,6 +464,7 @@ void LockEngine::adoptCreatedNode(Request& r, const std::string& path) {
             }
             if (got.code != zk::Code::kOk) return recoverLater(r);
             spdlog::info("lock {}: found node {} again after a lost connection", r.spec.name, path);
+            r.listingPipelined = false;  // the lost create's listing, if still due, is not ours
             onCreated(r, zk::CreateResult{zk::Code::kOk, path, got.stat});
           }));
 }

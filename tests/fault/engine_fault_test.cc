@@ -106,6 +106,36 @@ TYPED_TEST(EngineFaultTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
   EXPECT_TRUE(next->granted());
 }
 
+// The queue is listed right behind the create, before its answer: ZooKeeper answers a session's
+// requests in order, so the grant waits for two answers back to back, not two round trips.
+TYPED_TEST(EngineFaultTest, TheQueueIsListedBehindTheCreateNotAfterItsAnswer) {
+  this->makeParents("x");
+  ASSERT_TRUE(this->grant(this->a, "warm")->granted());  // vouched for: no grant held back
+  uint64_t creates = this->a.faults.sent(FaultyZkClient::kCreate);
+  uint64_t listings = this->a.faults.sent(FaultyZkClient::kGetChildren);
+  auto p = this->request(this->a, "x");  // no answer has been taken in yet
+  EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kCreate) - creates, 1u);
+  EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 1u);
+  ASSERT_TRUE(this->env.until([&] { return p->granted(); }));
+  EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 1u) << "listed again";
+}
+
+// Held back, the create is overtaken by its listing, which cannot show the node: the engine
+// lists again once the create answers, and grants.
+TYPED_TEST(EngineFaultTest, AListingThatOvertookItsCreateIsSentAgain) {
+  this->makeParents("x");
+  ASSERT_TRUE(this->grant(this->a, "warm")->granted());  // vouched for: no grant held back
+  uint64_t listings = this->a.faults.sent(FaultyZkClient::kGetChildren);
+  this->a.faults.stall(FaultyZkClient::kCreate);
+  auto p = this->request(this->a, "x");
+  this->env.pass(Millis(200));
+  EXPECT_FALSE(p->outcome);
+  this->a.faults.unstall();
+  ASSERT_TRUE(this->env.until([&] { return p->granted(); }));
+  EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 2u);
+  EXPECT_EQ(this->queue("x").size(), 1u);
+}
+
 TYPED_TEST(EngineFaultTest, AmbiguousCreateThatWasNotAppliedIsCreatedOnce) {
   this->a.faults.failNextCreateBeforeApply(zk::Code::kOperationTimeout);
   auto p = this->grant(this->a, "x");
