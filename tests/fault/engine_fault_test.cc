@@ -111,13 +111,17 @@ TYPED_TEST(EngineFaultTest, AmbiguousCreateThatWasAppliedIsFoundAgain) {
 TYPED_TEST(EngineFaultTest, TheQueueIsListedBehindTheCreateNotAfterItsAnswer) {
   this->makeParents("x");
   ASSERT_TRUE(this->grant(this->a, "warm")->granted());  // vouched for: no grant held back
+  constexpr unsigned kLockOps = FaultyZkClient::kAllOps & ~FaultyZkClient::kSync;  // no heartbeats
   uint64_t creates = this->a.faults.sent(FaultyZkClient::kCreate);
   uint64_t listings = this->a.faults.sent(FaultyZkClient::kGetChildren);
+  uint64_t requests = this->a.faults.sent(kLockOps);
   auto p = this->request(this->a, "x");  // no answer has been taken in yet
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kCreate) - creates, 1u);
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 1u);
   ASSERT_TRUE(this->env.until([&] { return p->granted(); }));
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 1u) << "listed again";
+  // At most three before the grant is answered: the create, the listing, the own-node watch.
+  EXPECT_EQ(this->a.faults.sent(kLockOps) - requests, 3u);
 }
 
 // Held back, the create is overtaken by its listing, which cannot show the node: the engine
