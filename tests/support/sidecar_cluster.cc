@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/support/wait.h"
 
@@ -49,6 +51,14 @@ SidecarCluster::~SidecarCluster() {
       std::fprintf(stderr, "---- sidecar %zu log (%s)\n%s\n", i, sidecars_[i]->logPath().c_str(),
                    sidecars_[i]->log().c_str());
     }
+    // fencectl and the other helpers: their last lines say why they ended (a flood's can be long).
+    constexpr size_t kTail = 4096;
+    for (auto& path : otherLogs_) {
+      std::ifstream in(path);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.size() > kTail) text = "[...]" + text.substr(text.size() - kTail);
+      std::fprintf(stderr, "---- %s\n%s\n", path.c_str(), text.c_str());
+    }
   }
   zk_->keepLogs(keep);
   zk_.reset();
@@ -68,7 +78,8 @@ std::string SidecarCluster::statusSocket(size_t i) const {
 }
 
 std::string SidecarCluster::newLogPath(const std::string& stem) {
-  return dir_ + "/" + stem + "-" + std::to_string(logCounter_++) + ".log";
+  otherLogs_.push_back(dir_ + "/" + stem + "-" + std::to_string(otherLogs_.size()) + ".log");
+  return otherLogs_.back();
 }
 
 size_t SidecarCluster::startSidecar(SidecarOptions options) {

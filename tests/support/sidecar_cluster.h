@@ -43,6 +43,7 @@ class SidecarCluster {
 
   // Starts `fencectl --socket <sidecar i> ARGS...` in its own process group.
   std::unique_ptr<ChildProcess> fencectl(size_t i, std::vector<std::string> args);
+  // A log file in the cluster's directory; printed (its end) with the sidecars' if the test fails.
   std::string newLogPath(const std::string& stem);
 
  private:
@@ -50,7 +51,7 @@ class SidecarCluster {
   std::unique_ptr<devzk::ZkServerProcess> zk_;
   std::vector<std::unique_ptr<ChildProcess>> sidecars_;
   std::vector<std::vector<std::string>> sidecarArgv_;
-  int logCounter_ = 0;
+  std::vector<std::string> otherLogs_;
 };
 
 // `client.holder(name)`, the call expected to succeed.
