@@ -1080,7 +1080,8 @@ void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback o
               // By the node's session, not the engine's state: the queue head of this session
               // may not be granted yet (its grant waits on a listing or on vouching), and the
               // grant changes no node, so no later read would correct a "not this sidecar".
-              info.thisSidecar = got.stat.ephemeralOwner != 0 && got.stat.ephemeralOwner == zk_.sessionId();
+              info.thisSidecar =
+                  got.stat.ephemeralOwner != 0 && got.stat.ephemeralOwner == zk_.sessionId();
               if (const Request* r = heldAt(node)) info.sinceUnixMs = r->grantedUnixMs;
               done(read);
             }));

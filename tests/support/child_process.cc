@@ -76,11 +76,13 @@ int ChildProcess::stop(std::chrono::milliseconds grace) {
   return status_;
 }
 
-std::string ChildProcess::log() const {
-  std::ifstream in(logPath_);
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+std::string ChildProcess::log() const { return readFile(logPath_); }
 
 }  // namespace fencekeeper::testing

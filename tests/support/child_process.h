@@ -12,6 +12,9 @@
 
 namespace fencekeeper::testing {
 
+// The whole of a file (a log), empty if it cannot be read.
+std::string readFile(const std::string& path);
+
 class ChildProcess {
  public:
   // Starts argv[0] (looked up on PATH) with extra "KEY=VALUE" environment entries, its stdout and

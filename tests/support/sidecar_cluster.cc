@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "tests/support/wait.h"
 
@@ -54,8 +52,7 @@ SidecarCluster::~SidecarCluster() {
     // fencectl and the other helpers: their last lines say why they ended (a flood's can be long).
     constexpr size_t kTail = 4096;
     for (auto& path : otherLogs_) {
-      std::ifstream in(path);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::string text = readFile(path);
       if (text.size() > kTail) text = "[...]" + text.substr(text.size() - kTail);
       std::fprintf(stderr, "---- %s\n%s\n", path.c_str(), text.c_str());
     }
