@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   }
   fencekeeper::AcquireOptions options;
   options.ttl = Millis(600'000);
-  options.wait = Millis(10'000);
+  options.wait = Millis(10'000);  // the sidecar may still be connecting to ZooKeeper
   options.keepAlive = false;  // only the calls measured on the wire
   auto acquire = [&]() -> std::unique_ptr<fencekeeper::Lease> {
     auto lease = client->acquire("profile-check", options, &status);
@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   if (cycles) {
     call = [&] {
       auto lease = acquire();
+      // Then try once, as the bench's 6b row: the lock is free whenever the last release answered.
+      options.wait = Millis(0);
       if (!lease) return false;
       fencekeeper::Status s = lease->release();
       if (!s.ok()) std::fprintf(stderr, "release: %s\n", s.message.c_str());

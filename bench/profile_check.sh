@@ -14,22 +14,8 @@ mode="${2:-}"
 [ -z "$mode" ] || [ "$mode" = cycle ] || { echo "profile_check: mode is cycle or nothing" >&2; exit 2; }
 what=$([ "$mode" = cycle ] && echo "acquire+release cycle" || echo check)
 source "$(dirname "$0")/profile_common.sh"
-profile_setup profile_check "profile-check${mode:+-$mode}" fk_check_loop
-sock="$out/s/fk.sock"
-pid=""
-stop() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
+profile_setup profile_check "profile-check${mode:+-$mode}" valgrind fk_check_loop
 trap stop EXIT
-
-# run_sidecar WRAPPER...: starts the sidecar under WRAPPER and waits for its socket (60 s).
-run_sidecar() {
-  rm -f "$sock"
-  "$@" "$build/sidecar/fencekeeper" --dev --dev-data "$out/zk" --socket "$sock" \
-    --log-level warn >>"$out/sidecar.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 600); do [ -S "$sock" ] && return 0; sleep 0.1; done
-  echo "profile_check: the sidecar did not bind $sock (log: $out/sidecar.log)" >&2
-  exit 1
-}
 
 # Instructions: the sidecar's counters are zeroed once it serves, so they hold the calls alone
 # (and the client's connect, acquire and warm-up, a few percent); the client's run less its

@@ -11,7 +11,7 @@ set -euo pipefail
 leases="${1:-2000}"
 connections="${2:-200}"
 source "$(dirname "$0")/profile_common.sh"
-profile_setup profile_memory profile-memory fk_hold_leases
+profile_setup profile_memory profile-memory valgrind fk_hold_leases
 sock="$out/s/fk.sock"
 pid=""
 holder=""
