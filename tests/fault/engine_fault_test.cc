@@ -199,12 +199,21 @@ TYPED_TEST(EngineFaultTest, NodeDeletedAfterAReconnectIsNoticed) {
   EXPECT_EQ(this->a.engine.token(holder->outcome->id).error, LeaseError::kLost);
 }
 
+// A session expires while its client is away (a connected client keeps it alive), and the
+// client learns it on reconnecting. Expired without the cut, a real session is closed by a second
+// handle while the first may be connected again, and its own node's deletion arrives first: that
+// is a deletion by someone else (kReleasedElsewhere), not the expiry tested here.
 TYPED_TEST(EngineFaultTest, SessionExpiryLosesHeldLeasesAndRequeuesWaiters) {
   auto held = this->grant(this->a, "x");
   auto holderB = this->grant(this->b, "y");
   auto waiting = this->request(this->a, "y");
   ASSERT_TRUE(this->env.until([&] { return this->queue("y").size() == 2u; }));
+  const int64_t expired = this->a.zk->sessionId();
+  this->a.faults.disconnect();
   this->env.expire(*this->a.zk);
+  // Back once the client itself has heard of the expiry: it has a new session.
+  ASSERT_TRUE(this->env.until([&] { return this->a.zk->sessionId() != expired; }));
+  this->a.faults.reconnect();
   ASSERT_TRUE(this->env.until([&] { return !held->losses.empty(); }));
   EXPECT_EQ(held->losses[0], LossReason::kSessionLost);
   EXPECT_EQ(this->a.engine.token(held->outcome->id).error, LeaseError::kLost);
