@@ -27,6 +27,7 @@ CDFS = {
         ("2c", "fencekeeper acquire+release"),
         ("6a", "kazoo Lock acquire+release"),
         ("6b", "fencekeeper acquire+release (kazoo's rounds)"),
+        ("6d", "recipe minimum, hosts resolved once per 10 s (kazoo's rounds)"),
     ]),
     "cdf-handover.png": ("Hand-over: release() to the next holder's grant (fsync)", [
         ("9c", "ZooKeeper write round trip (create or delete)"),
