@@ -112,14 +112,6 @@ LeaseTableReader::LeaseTableReader(std::string path, std::unique_ptr<Mapping> ma
 
 LeaseTableReader::~LeaseTableReader() = default;
 
-const lt::Header& LeaseTableReader::header() const {
-  return *reinterpret_cast<const lt::Header*>(base_);
-}
-
-const lt::Slot& LeaseTableReader::slot(uint32_t index) const {
-  return *reinterpret_cast<const lt::Slot*>(base_ + lt::kHeaderBytes + index * lt::kSlotBytes);
-}
-
 uint64_t LeaseTableReader::validForNs(uint32_t index, uint64_t generation, uint64_t token,
                                       uint64_t nowNs) const {
   if (index >= capacity_) return 0;

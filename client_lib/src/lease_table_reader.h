@@ -45,8 +45,14 @@ class LeaseTableReader {
   struct Mapping;
   LeaseTableReader(std::string path, std::unique_ptr<Mapping> mapping, uint64_t instance,
                    uint64_t capacity);
-  const lease_table::Header& header() const;
-  const lease_table::Slot& slot(uint32_t index) const;
+  // Defined here so that they inline into validForNs(): out of line, -fPIC keeps them calls.
+  const lease_table::Header& header() const {
+    return *reinterpret_cast<const lease_table::Header*>(base_);
+  }
+  const lease_table::Slot& slot(uint32_t index) const {
+    return *reinterpret_cast<const lease_table::Slot*>(base_ + lease_table::kHeaderBytes +
+                                                       index * lease_table::kSlotBytes);
+  }
 
   std::string path_;
   std::unique_ptr<Mapping> mapping_;
