@@ -560,8 +560,11 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
   sweepOrphans(path, res.children);
   foreign_.prune(path, res.children);
 
+  // This sidecar's orphans are on their way out and will never be held: not waited behind (a
+  // try-once acquire would fail on its own sidecar's leftovers).
   std::vector<QueueNode> queue;
   for (auto& child : res.children) {
+    if (isOwnOrphan(child)) continue;
     if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
   }
   const std::string ownPath = nodePath(r);
@@ -913,13 +916,18 @@ void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::str
 void LockEngine::sweepOrphans(const std::string& lockPath,
                               const std::vector<std::string>& children) {
   for (auto& child : children) {
-    if (child.rfind(guidPrefix_, 0) != 0) continue;
-    auto marker = child.find(kLockMarker);
-    if (marker == std::string::npos) continue;
-    if (auto id = idOfGuid(child.substr(0, marker)); id && requests_.count(*id)) continue;
+    if (!isOwnOrphan(child)) continue;
     spdlog::warn("deleting orphan node {}/{}", lockPath, child);
     deleteNode(lockPath + "/" + child);
   }
+}
+
+bool LockEngine::isOwnOrphan(const std::string& child) const {
+  if (child.rfind(guidPrefix_, 0) != 0) return false;
+  auto marker = child.find(kLockMarker);
+  if (marker == std::string::npos) return false;
+  auto id = idOfGuid(child.substr(0, marker));
+  return !id || !requests_.count(*id);
 }
 
 // Runs `step` after the retry delay if the request is then still where it was.

@@ -203,6 +203,24 @@ TEST_F(LockEngineTest, OrphanWithThisSidecarsPrefixIsSwept) {
   EXPECT_TRUE(waiter->granted());
 }
 
+// This sidecar's orphan is deleted, and never waited behind: a try-once acquire that lists the
+// queue before the orphan's delete is applied is granted all the same.
+TEST_F(LockEngineTest, TryOnceIsNotHeldBackByThisSidecarsOwnOrphan) {
+  server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks", "", zk::CreateMode::kPersistent);
+  server.createExternally("/fencekeeper/locks/x", "", zk::CreateMode::kContainer);
+  server.createExternally("/fencekeeper/locks/x/fkaaaa-99__lock__", "",
+                          zk::CreateMode::kEphemeralSequential);
+  auto attempt = acquire(a, "x", Millis(0));
+  ASSERT_TRUE(attempt->outcome);
+  EXPECT_TRUE(attempt->granted());
+  EXPECT_EQ(queue("x").size(), 1u);  // the orphan went
+  // Another sidecar's node is still waited behind.
+  release(a, *attempt);
+  auto holder = acquire(b, "x");
+  EXPECT_EQ(acquire(a, "x", Millis(0))->outcome->error, LeaseError::kTimedOut);
+}
+
 TEST_F(LockEngineTest, ForeignContenderNodeIsRespected) {
   // A kazoo Lock's node: a uuid4 guid, same marker, same queue.
   server.createExternally("/fencekeeper", "", zk::CreateMode::kPersistent);
