@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Where an acquire+release cycle's time goes, step by step: the system calls of the sidecar and
-# its client are recorded (`perf trace record -p`) for a while during back-to-back cycles on one lock
-# (fk_check_loop), then the recipe's minimum done directly with the C client (fk_recipe_loop),
-# with ZooKeeper not traced either time, and
-# bench/timeline.py follows each cycle from thread to thread through the calls that hand it on.
-# It prints the median of each step and their sums: round trips to ZooKeeper, hand-offs between
-# threads, work within a thread. Tracing slows every system call, so the sums are larger than
-# the bench's rows; read them side by side. A `fencekeeper --dev` sidecar in a temp dir (log
-# level info, as the bench's), stopped by PID.
+# Where an acquire+release cycle's time goes, step by step: the system calls of a sidecar and its
+# client are recorded (`perf trace record -p`) for a while during back-to-back cycles on one lock
+# (fk_check_loop), then those of the recipe's minimum done with the C client (fk_recipe_loop);
+# ZooKeeper is not traced. bench/timeline.py follows each cycle from thread to thread through the
+# calls that hand it on, and prints the median of each step and their sums: round trips to
+# ZooKeeper, hand-offs between threads, work within a thread. Recording slows the sidecar's
+# cycle far more than the recipe's (it makes many more system calls), mostly in the waits for
+# ZooKeeper: read the hand-offs and the work, and take the round trips from the bench's rows. A
+# `fencekeeper --dev` sidecar in a temp dir (log level info, as the bench's), stopped by PID.
 #
 #   bash bench/profile_timeline.sh [SECONDS]   # default 2 s traced of each; ~1 min
 #

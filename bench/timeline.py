@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Where an acquire+release cycle's time goes, from a `perf trace -a -T` of the processes on it.
+"""Where an acquire+release cycle's time goes, from recorded system calls of the processes on it.
 
 bench/profile_timeline.sh writes the traces. Each cycle is followed hop by hop through the system
 calls that hand it on (a write that wakes the next thread, the next thread's first call), and the
 median of each step over all cycles is printed, beside the same for the ZooKeeper C client's own
-recipe (create, getChildren, delete from one thread, the bench's 6c row).
+recipe (create, getChildren, delete from one thread, the bench's 6d row).
 
   timeline.py FDS FK_TRACE [RECIPE_TRACE]
       # FDS: the processes' file descriptors (ls -l /proc/PID/fd, each under `# COMM`); the
@@ -192,8 +192,8 @@ def main():
         ("loop sends the RPC answer", s["main"], call("writev")),
         ("client I/O thread reads it", c["io"], call("read", "socket")),
     ]
-    # The client's eventfds for an acquire are made per call, so the tracer does not always
-    # name them: its caller's and I/O thread's `write`s are all eventfd writes. An acquire's
+    # The client's eventfds for an acquire are made per call, so the listing of descriptors may
+    # not name them: its caller's and I/O thread's `write`s are all eventfd writes. An acquire's
     # caller waits on its own eventfd; release and the Lease's destructor wait in KJ's
     # executeSync (a futex).
     cycle = [
