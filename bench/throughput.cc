@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cpu_placement.h"
 #include "bench/cycles.h"
 #include "bench/zk_sync.h"
 #include "tests/support/wait.h"
@@ -310,6 +311,21 @@ void benchThroughput(const Options& opt, testing::SidecarCluster& cluster, Table
     record("fencekeeper-4-sidecars", n, fk4);
   }
   if (curve) std::fclose(curve);
+  // What-if: 64 clients with ZooKeeper on a core of its own, the sidecar and the bench on the
+  // other, as where the ensemble runs on other machines.
+  if (g_stop || Clock::now() + std::chrono::seconds(20) > g_deadline) return;
+  SeparateZkCore apart(cluster.zk().pid(0), {cluster.sidecar(0).pid()});
+  if (!apart.active()) return;
+  progress("    %s\n", "64 clients, ZooKeeper on a core of its own");
+  Load raw, fk;
+  for (int r = 0; r < (opt.quick ? 1 : 2) && !g_stop; ++r) {
+    raw.add(rawLoad(opt, cluster, 1, 64));
+    fk.add(fencekeeperLoad(opt, cluster, 1, 64, "apart64"));
+  }
+  table.add("7e64", "what-if: 7a64 with ZooKeeper on a core of its own", raw.latency,
+            rate(raw, nullptr, {}));
+  table.add("7f64", "  7b64 with ZooKeeper on a core of its own", fk.latency,
+            rate(fk, &raw, "7e64"));
 }
 
 }  // namespace fencekeeper::bench
