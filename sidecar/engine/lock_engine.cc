@@ -557,14 +557,17 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
     return fail(r, LeaseError::kZkUnavailable,
                 "cannot list " + path + ": " + zk::codeName(res.code));
   }
-  sweepOrphans(path, res.children);
   foreign_.prune(path, res.children);
 
-  // This sidecar's orphans are on their way out and will never be held: not waited behind (a
-  // try-once acquire would fail on its own sidecar's leftovers).
   std::vector<QueueNode> queue;
   for (auto& child : res.children) {
-    if (isOwnOrphan(child)) continue;
+    // This sidecar's orphans (left by abandoned creates) are deleted, and not waited behind:
+    // they will never be held, and a try-once acquire would fail on its own sidecar's leftovers.
+    if (isOwnOrphan(child)) {
+      spdlog::warn("deleting orphan node {}/{}", path, child);
+      deleteNode(path + "/" + child);
+      continue;
+    }
     if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
   }
   const std::string ownPath = nodePath(r);
@@ -913,15 +916,6 @@ void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::str
 
 // A node named with this sidecar's prefix that no live request owns is an orphan (for instance
 // from a create whose answer was lost after its request was withdrawn): delete it.
-void LockEngine::sweepOrphans(const std::string& lockPath,
-                              const std::vector<std::string>& children) {
-  for (auto& child : children) {
-    if (!isOwnOrphan(child)) continue;
-    spdlog::warn("deleting orphan node {}/{}", lockPath, child);
-    deleteNode(lockPath + "/" + child);
-  }
-}
-
 bool LockEngine::isOwnOrphan(const std::string& child) const {
   if (child.rfind(guidPrefix_, 0) != 0) return false;
   auto marker = child.find(kLockMarker);

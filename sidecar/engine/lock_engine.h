@@ -224,7 +224,6 @@ class LockEngine {
 
   void deleteNode(const std::string& path, DeleteQueue::Done done = nullptr);
   void deleteOrphansByGuid(const std::string& lockPath, const std::string& guid);
-  void sweepOrphans(const std::string& lockPath, const std::vector<std::string>& children);
   // Whether `child`, a node in a lock's queue, is this sidecar's and no request's (left by an
   // abandoned create): deleted when seen, never waited behind.
   bool isOwnOrphan(const std::string& child) const;
