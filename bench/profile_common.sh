@@ -16,9 +16,10 @@ profile_setup() {
 }
 
 # A `fencekeeper --dev` sidecar (its own ZooKeeper on 127.0.0.1) in $out, stopped by PID ($pid):
-#   run_sidecar [WRAPPER...]   # starts it under WRAPPER, waits for its socket $sock (60 s)
+#   run_sidecar [WRAPPER...]   # starts it under WRAPPER, waits for its socket $sock (120 s:
+#                              # valgrind slows its start 20-50x)
 #   stop                       # stops it (an EXIT trap)
-# Its log level: $sidecar_log_level, warn unless set.
+# Its log level: $sidecar_log_level, warn unless set; more flags: the array $sidecar_flags.
 sock=""
 pid=""
 stop() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
@@ -26,9 +27,10 @@ run_sidecar() {
   sock="$out/s/fk.sock"
   rm -f "$sock"
   "$@" "$build/sidecar/fencekeeper" --dev --dev-data "$out/zk" --socket "$sock" \
-    --log-level "${sidecar_log_level:-warn}" >>"$out/sidecar.log" 2>&1 &
+    --log-level "${sidecar_log_level:-warn}" ${sidecar_flags[@]+"${sidecar_flags[@]}"} \
+    >>"$out/sidecar.log" 2>&1 &
   pid=$!
-  for _ in $(seq 600); do [ -S "$sock" ] && return 0; sleep 0.1; done
+  for _ in $(seq 1200); do [ -S "$sock" ] && return 0; sleep 0.1; done
   echo "$0: the sidecar did not bind $sock (log: $out/sidecar.log)" >&2
   exit 1
 }

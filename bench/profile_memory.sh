@@ -12,22 +12,16 @@ leases="${1:-2000}"
 connections="${2:-200}"
 source "$(dirname "$0")/profile_common.sh"
 profile_setup profile_memory profile-memory valgrind fk_hold_leases
-sock="$out/s/fk.sock"
-pid=""
 holder=""
-stop() {
+stop_all() {
   [ -n "$holder" ] && kill "$holder" 2>/dev/null || true
-  [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  stop
 }
-trap stop EXIT
+trap stop_all EXIT
 
-valgrind --tool=massif --threshold=0.1 --massif-out-file="$out/massif.out" \
-  "$build/sidecar/fencekeeper" --dev --dev-data "$out/zk" --socket "$sock" --log-level warn \
-  --max-leases $((leases + 1000)) --max-leases-per-peer $((leases + 1000)) \
-  --max-connections $((connections + 100)) >"$out/sidecar.log" 2>&1 &
-pid=$!
-for _ in $(seq 1200); do [ -S "$sock" ] && break; sleep 0.1; done
-[ -S "$sock" ] || { echo "profile_memory: no socket (log: $out/sidecar.log)" >&2; exit 1; }
+sidecar_flags=(--max-leases $((leases + 1000)) --max-leases-per-peer $((leases + 1000))
+  --max-connections $((connections + 100)))
+run_sidecar valgrind --tool=massif --threshold=0.1 --massif-out-file="$out/massif.out"
 
 # wait_for WORD: until the holder prints WORD (10 min: massif slows the sidecar 20-50x).
 wait_for() {
