@@ -29,15 +29,17 @@ zk=$(sed -n 's/.*join it with --zk \([0-9.:]*\).*/\1/p' "$out/sidecar.log" | hea
 trace() {
   local name="$1" loop="$2"
   shift 2
-  local count=$(( (seconds + 3) * 1000 ))  # cycles take 1-3 ms here: it outlasts the trace
+  local count=$(( (seconds + 4) * 1000 ))  # cycles take 1-3 ms here: it outlasts the trace
   "$build/bench/$loop" "$@" "$count" ${mode:-} >"$out/$name.txt" &
   local looping=$!
   sleep 1
   for p in $looping ${traced:-}; do
     echo "# $(cat "/proc/$p/comm")" && ls -l "/proc/$p/fd"
   done >>"$out/fds.txt"
-  timeout -s INT "$seconds" perf trace record -q -o "$out/$name.data" -p "$looping${traced:+,$traced}" \
-    || true  # (stopped by the timeout's SIGINT)
+  # perf takes a second or more to start recording: the timeout allows for it. (A workload to
+  # time it, `-- sleep`, recorded nothing of two processes given with -p.)
+  timeout -s INT $((seconds + 2)) perf trace record -q -o "$out/$name.data" \
+    -p "$looping${traced:+,$traced}" || true  # (stopped by the timeout's SIGINT)
   wait "$looping"
   cat "$out/$name.txt"
   perf trace -i "$out/$name.data" -T -o "$out/$name.trace" 2>/dev/null
