@@ -11,7 +11,7 @@ WORKDIR /src
 COPY scripts/setup.sh scripts/
 RUN bash scripts/setup.sh --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
  && cmake --build /build -j"$(nproc)" --target fencekeeper fencectl fencekeeper_c \
  && bash scripts/runtime-files.sh /build /rootfs
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Assembles the runtime image's files from a build: fencekeeper and fencectl in /usr/local/bin,
 # libfencekeeper.so in /usr/local/lib, and the ldd closure of the three at their merged-/usr
-# paths. The Dockerfile's runtime stage is exactly this tree on debian:12-slim, which has the
+# paths, stripped. The Dockerfile's runtime stage is exactly this tree on debian:12-slim, which has the
 # C and C++ runtimes already (libc6, libstdc++6, libgcc-s1: left out unless --with-base, which
 # makes DEST a root that runs on its own, as tests/k8s's chroot does). Prints the files.
 #   usage: runtime-files.sh BUILD_DIR DEST [--with-base]
@@ -14,6 +14,9 @@ lib="$build/client_lib/libfencekeeper.so"
 install -d "$dest/usr/local/bin" "$dest/usr/local/lib"
 install -m 0755 "${bins[@]}" "$dest/usr/local/bin/"
 install -m 0644 "$lib" "$dest/usr/local/lib/"
+# Without their debug sections (fencekeeper: 33 MB -> a few): the image is for running them.
+strip --strip-unneeded "$dest/usr/local/bin/fencekeeper" "$dest/usr/local/bin/fencectl" \
+  "$dest/usr/local/lib/libfencekeeper.so"
 echo /usr/local/bin/fencekeeper
 echo /usr/local/bin/fencectl
 echo /usr/local/lib/libfencekeeper.so

@@ -4,10 +4,10 @@
 Renders every kustomization (kubectl kustomize), validates every object (tests/k8s/validate.cjs,
 schema of the npm package kubernetes-models, installed by scripts/setup.sh), then for each pod
 with the fencekeeper sidecar: its command line passes the built `fencekeeper --check-config`,
-the probes ask the status socket that prints, the sockets are on the shared memory volume, the
+the probes ask the status socket that prints, every $(VAR) is defined, the sockets are on the shared memory volume, the
 uids, security context and grace period are as k8s/README.md says. Then the runtime image's
-files (scripts/runtime-files.sh) run in a chroot, and the image is built where a container
-builder and its base images are there already (nothing is pulled).
+files (scripts/runtime-files.sh) run in a chroot. The image itself is built and run with these
+manifests by tests/e2e/pods.sh (podman).
 
 usage: check_manifests.py SOURCE_DIR BUILD_DIR
 """
@@ -118,6 +118,31 @@ def literal_env(container):
     return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
 
 
+def undefined_vars(container):
+    """$(VAR)s in command and args that the container's env does not define: Kubernetes passes
+    those through as the literal text $(VAR)."""
+    defined = {e["name"] for e in container.get("env", [])}
+    used = {m for a in container.get("command", []) + container.get("args", [])
+            for m in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", a)}
+    return sorted(used - defined)
+
+
+def quantity_bytes(text):
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "k": 1000, "M": 10**6, "G": 10**9}
+    for suffix, factor in units.items():
+        if str(text).endswith(suffix):
+            return int(float(str(text)[:-len(suffix)]) * factor)
+    return int(text)
+
+
+def lease_table_bytes(max_leases):
+    """The table's file size: a header and a slot per lease, as ipc/lease_table_layout.h says."""
+    with open(os.path.join(SOURCE, "ipc", "lease_table_layout.h")) as f:
+        layout = f.read()
+    size = {k: int(re.search(rf"k{k}Bytes = (\d+);", layout).group(1)) for k in ("Header", "Slot")}
+    return size["Header"] + max_leases * size["Slot"]
+
+
 def documented_image():
     with open(os.path.join(SOURCE, "Dockerfile")) as f:
         m = re.search(r"docker build -t (\S+) \.", f.read())
@@ -131,6 +156,10 @@ def check_sidecar_pod(kdir, workload, image, root):
     sidecar = next(c for c in pod["initContainers"] if c["name"] == "fencekeeper")
     apps = pod["containers"]
     check(sidecar.get("restartPolicy") == "Always", f"{name}: a native sidecar (restartPolicy)")
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        missing = undefined_vars(c)
+        check(not missing, f"{name}: {c['name']}: every $(VAR) of its command is in its env"
+              + (f" (not: {', '.join(missing)})" if missing else ""))
     check(sidecar.get("image") == image, f"{name}: sidecar image {sidecar.get('image')} is the "
           f"Dockerfile's {image}")
     check(sidecar.get("command") == ["fencekeeper"], f"{name}: runs fencekeeper")
@@ -144,19 +173,28 @@ def check_sidecar_pod(kdir, workload, image, root):
     socket, status = config["socket"], config["status-socket"]
     check(status != "none", f"{name}: the status socket is on ({status})")
 
-    # Probes: liveness /healthz, readiness and startup /readyz, on the socket the binary serves.
-    health = ["fencectl", "health", "--status-socket", status]
-    ready = ["fencectl", "health", "--ready", "--status-socket", status]
+    # Probes: liveness /healthz, readiness and startup /readyz. Neither side names the status
+    # socket: both derive it from the lease socket (its default /run/fencekeeper/fencekeeper.sock
+    # for fencectl), so it is the same path in every layout, whatever directory it binds in.
+    check("--status-socket" not in sidecar.get("args", []),
+          f"{name}: the status socket is the default, beside the lease socket ({status})")
+    check(socket == "/run/fencekeeper/fencekeeper.sock",
+          f"{name}: the lease socket is fencectl's default, which the probes use")
+    health = ["fencectl", "health"]
+    ready = ["fencectl", "health", "--ready"]
     for probe, want in (("startupProbe", ready), ("readinessProbe", ready),
                         ("livenessProbe", health)):
         got = sidecar.get(probe, {}).get("exec", {}).get("command")
         check(got == want, f"{name}: {probe} is `{' '.join(want)}` (got {got})")
 
-    # Both sockets on the shared memory volume, mounted at their directory in every container.
+    # The lease socket on the shared memory volume, mounted at its directory in every container;
+    # the status socket beside it, its name derived from the lease socket's.
+    check(status.startswith(socket), f"{name}: the status socket {status} is beside the lease "
+          f"socket {socket}, named after it")
     def mount_of(container, directory):
         return next((m for m in container.get("volumeMounts", [])
                      if m["mountPath"].rstrip("/") == directory), None)
-    for path in (socket, status):
+    for path in (socket,):
         mount = mount_of(sidecar, os.path.dirname(path))
         if check(mount is not None, f"{name}: {path}'s directory is a volume of the sidecar"):
             vol = volumes.get(mount["name"], {})
@@ -167,6 +205,14 @@ def check_sidecar_pod(kdir, workload, image, root):
                 check(m is not None and m["name"] == mount["name"],
                       f"{name}: container {app['name']} mounts {mount['name']} at "
                       f"{os.path.dirname(path)}")
+    # The lease table lives in that volume too: a memory emptyDir's sizeLimit is a tmpfs of that
+    # size, and a table larger than it dies of SIGBUS on the first slot past the limit.
+    run_volume = volumes.get((mount_of(sidecar, os.path.dirname(socket)) or {}).get("name"), {})
+    limit = quantity_bytes(run_volume.get("emptyDir", {}).get("sizeLimit", "0"))
+    table = lease_table_bytes(int(config["max-leases"]))
+    check(config["lease-table"] == "none" or limit >= table + 64 * 1024,
+          f"{name}: the socket volume's sizeLimit ({limit} bytes) holds the lease table "
+          f"({table} bytes for --max-leases {config['max-leases']}) and the sockets")
     for app in apps:
         check(literal_env(app).get("FENCEKEEPER_SOCKET") == socket,
               f"{name}: container {app['name']} is given FENCEKEEPER_SOCKET={socket}")
@@ -277,35 +323,6 @@ def assemble_runtime(root):
     return root
 
 
-def build_image(image):
-    """Only with a working daemon and the base images present: nothing is pulled."""
-    for tool, build in (("docker", ["docker", "build", "--pull=false"]),
-                        ("buildah", ["buildah", "bud", "--pull-never"])):
-        if shutil.which(tool) is None:
-            continue
-        info = run([tool, "info"])
-        if info.returncode != 0:
-            print(f"skip {tool}: not usable ({info.stderr.strip().splitlines()[-1:]})")
-            continue
-        have = [run([tool, "image", "inspect", b]).returncode == 0
-                for b in ("debian:12", "debian:12-slim")]
-        if not all(have):
-            print(f"skip {tool}: the base images debian:12 and debian:12-slim are not present "
-                  "(this test pulls nothing)")
-            continue
-        tag = image + "-test"
-        r = subprocess.run(build + ["-t", tag, SOURCE], capture_output=True, text=True,
-                           timeout=3600)
-        if check(r.returncode == 0, f"{tool} builds the image" +
-                 (": " + r.stderr.strip()[-2000:] if r.returncode else "")):
-            r = run([tool, "run", "--rm", tag, "--dev", "--check-config"])
-            check(r.returncode == 0 and "shutdown-wait-ms=" in r.stdout,
-                  f"{tool}: the image runs fencekeeper --check-config as uid 10001")
-        return
-    print("skip image build: no docker or buildah with a daemon and base images here; the "
-          "chroot above ran the same files")
-
-
 def main():
     require_tools()
     image = documented_image()
@@ -333,7 +350,7 @@ def check_all(image, root):
     zk = rendered.get("k8s/overlays/dev-zookeeper")
     if check(bool(zk), "k8s/overlays/dev-zookeeper renders a ZooKeeper ensemble"):
         check_zookeeper("k8s/overlays/dev-zookeeper", zk, sidecars)
-    build_image(image)
+    # The image itself is built and run by tests/e2e/pods.sh (podman), with these manifests.
     if failures:
         print(f"{len(failures)} check(s) failed:\n  " + "\n  ".join(failures))
         return 1
