@@ -1,20 +1,49 @@
 #!/usr/bin/env bash
-# Installs fencekeeper's Debian 12 build and test dependencies, only those missing. Idempotent.
-# --build-only: only what building the binaries needs (the Dockerfile's build stage).
+# Installs fencekeeper's Debian 12 dependencies, only those missing. Idempotent.
+# The level, by argument:
+#   --build-only  only what building the binaries needs (the Dockerfile's build stage).
+#   --demo        that, plus what scripts/demo.sh runs: Debian's zookeeper (the jars and the Java
+#                 runtime that `fencekeeper --dev` starts) and python3 (fence_client.py).
+#   (none)        everything, for scripts/test.sh: the above, the tests' packages (gtest, kazoo,
+#                 spin, clang for fuzzing, matplotlib for the plots, tests/k8s's kubectl and npm
+#                 packages) and the container test's e2e_pkgs.
+#   --e2e         the container test's packages (e2e_pkgs); with --build-only or --demo, those
+#                 too; alone, only those.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 build_pkgs=(libzookeeper-mt-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
             cmake make g++ pkg-config
             prometheus-cpp-dev)  # the status socket's /metrics
-test_pkgs=(zookeeper libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
+demo_pkgs=(zookeeper  # `fencekeeper --dev` runs its jars (and brings the Java runtime)
+           python3)   # examples/fenced_store/fence_client.py
+test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
            python3-matplotlib  # bench/plots.py
            python3-pip python3-setuptools python3-wheel procps spin
            clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
            python3-yaml)             # tests/k8s
-pkgs=("${build_pkgs[@]}")
-[ "${1:-}" = --build-only ] || pkgs+=("${test_pkgs[@]}")
-# tests/k8s validates with node (Debian's npm brings it where missing).
-[ "${1:-}" = --build-only ] || command -v npm >/dev/null || pkgs+=(npm)
+e2e_pkgs=(podman runc debootstrap uidmap iptables)  # the container test
+
+level= e2e=0
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) level=build ;;
+    --demo) level=demo ;;
+    --e2e) e2e=1 ;;
+    *) echo "setup: unknown argument $arg (--build-only, --demo, --e2e or none)" >&2; exit 2 ;;
+  esac
+done
+# No level: everything; but --e2e alone, only the container test's packages.
+[ -n "$level" ] || { [ "$e2e" = 1 ] && level=none || level=full; }
+
+pkgs=()
+case "$level" in
+  build) pkgs+=("${build_pkgs[@]}") ;;
+  demo) pkgs+=("${build_pkgs[@]}" "${demo_pkgs[@]}") ;;
+  full) pkgs+=("${build_pkgs[@]}" "${demo_pkgs[@]}" "${test_pkgs[@]}"); e2e=1
+        # tests/k8s validates with node (Debian's npm brings it where missing).
+        command -v npm >/dev/null || pkgs+=(npm) ;;
+esac
+[ "$e2e" = 1 ] && pkgs+=("${e2e_pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,7 +54,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq || true
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-[ "${1:-}" = --build-only ] && exit 0
+[ "$level" = full ] || exit 0
 # tests/k8s renders with kubectl: the machine image has the apt package kubectl, which Debian 12's
 # own archive lacks; where it is missing and apt cannot install it, tests/k8s fails saying so.
 if ! command -v kubectl >/dev/null; then
