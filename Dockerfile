@@ -3,7 +3,7 @@
 #   docker build -t fencekeeper:0.1 .
 #
 # Build stage: Debian 12 with the build dependencies of scripts/setup.sh --build-only. Runtime
-# stage: debian:12-slim with fencekeeper and fencectl in /usr/local/bin, libfencekeeper.so in
+# stage: debian:12-slim with fencekeeper and fencectl (stripped) in /usr/local/bin, libfencekeeper.so in
 # /usr/local/lib and the libraries they link (scripts/runtime-files.sh, which tests/k8s runs in
 # a chroot), as uid 10001. No ZooKeeper or Java: --dev is for a workstation, not for the image.
 FROM debian:12 AS build
@@ -11,7 +11,9 @@ WORKDIR /src
 COPY scripts/setup.sh scripts/
 RUN bash scripts/setup.sh --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+# -O2 as the tested builds, without debug info (runtime-files.sh strips what is left).
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+      -DBUILD_TESTING=OFF \
  && cmake --build /build -j"$(nproc)" --target fencekeeper fencectl fencekeeper_c \
  && bash scripts/runtime-files.sh /build /rootfs
 

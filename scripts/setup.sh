@@ -21,7 +21,9 @@ test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
            python3-pip python3-setuptools python3-wheel procps spin
            clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
            python3-yaml)             # tests/k8s
-e2e_pkgs=(podman runc debootstrap uidmap iptables)  # the container test
+# The container test (tests/e2e/pods.sh): podman with runc (crun fails on some hosts) and its
+# pause process (catatonit), debootstrap for the base images, the adapter's YAML; and kubectl.
+e2e_pkgs=(podman runc catatonit debootstrap uidmap iptables python3-yaml)
 
 level= e2e=0
 for arg in "$@"; do
@@ -54,13 +56,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq || true
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-[ "$level" = full ] || exit 0
-# tests/k8s renders with kubectl: the machine image has the apt package kubectl, which Debian 12's
-# own archive lacks; where it is missing and apt cannot install it, tests/k8s fails saying so.
-if ! command -v kubectl >/dev/null; then
+# tests/k8s and tests/e2e render with kubectl: the machine image has the apt package kubectl,
+# which Debian 12's own archive lacks; where it is missing and apt cannot install it, they fail
+# saying so.
+if { [ "$level" = full ] || [ "$e2e" = 1 ]; } && ! command -v kubectl >/dev/null; then
   apt-get install -y -qq --no-install-recommends kubectl >/dev/null ||
-    echo "setup: no kubectl package to be had: the test K8sManifests will fail" >&2
+    echo "setup: no kubectl package to be had: tests/k8s and tests/e2e will fail" >&2
 fi
+[ "$level" = full ] || exit 0
 # npm_into DIR SOURCE MODULE WHAT NPM-ARGS...: installs the npm packages of SOURCE's lockfile into
 # DIR, unless DIR holds that lockfile and MODULE is installed there already.
 npm_into() {

@@ -6,9 +6,9 @@ Everything else (images, commands, args, env, security contexts, mounts) is play
 
 usage: adapt_for_podman.py PLAN.json OUTDIR RENDERED.yaml...
 PLAN.json (written by pods.sh): {"address_prefix": "A.B.C." (the test network's /24),
-"app_image": "...", "volumes_dir": "/path", "observe_dir": "/path"}. Writes OUTDIR/<pod>.yaml for each pod, and
-OUTDIR/plan.json: the pods in start order with their IP, and the host directories to prepare
-(emptyDirs as tmpfs mounts of their sizeLimit, Secret files with their mode).
+"app_image": "...", "volumes_dir": "/path", "observe_dir": "/path"}. Writes OUTDIR/<pod>.yaml for each pod; OUTDIR/pods.txt
+("POD IP" in start order); OUTDIR/tmpfs.txt ("PATH SIZE GROUP": the memory emptyDirs, which
+pods.sh mounts); OUTDIR/adaptations.txt. Makes the other volumes' directories and files itself.
 """
 import copy
 import json
@@ -28,8 +28,7 @@ ADAPTATIONS = [
     "native sidecar (initContainer with restartPolicy Always) -> the pod's first container: "
     "podman 4.3 runs init containers to completion and refuses their probes",
     "startupProbe gating -> the app's command first waits for `fencectl health --ready`, as the "
-    "kubelet would start it only once the sidecar's startupProbe passed; pods.sh polls the probe "
-    "commands itself (podman never runs healthchecks without systemd)",
+    "kubelet would start it only once the sidecar's startupProbe passed",
     "$(VAR) in command/args -> expanded from the container's own env, as the kubelet does (podman "
     "does not); a $(VAR) the container does not define fails the adaptation",
     "Secret volume -> a hostPath directory holding the Secret's keys with its defaultMode, group "
@@ -39,6 +38,9 @@ ADAPTATIONS = [
     "app image my-app:1.0 -> the test's app image (fencekeeper's image plus /app/reconcile, "
     "which logs one tick a 100 ms with its token to the hostPath /e2e shared by both replicas: "
     "the test's only addition)",
+    "containerPorts and probes dropped: podman 4.3 publishes containerPorts on the host (three "
+    "ZooKeeper pods would collide on 2181), and its healthchecks need systemd; pods.sh runs "
+    "the probes' commands itself (tests/k8s checks them against the binaries)",
     "PodDisruptionBudget, NetworkPolicy, Secret objects: not played (no API server, one network)",
 ]
 
@@ -135,6 +137,8 @@ def main():
             c.pop("restartPolicy")
         for c in sidecars + spec["containers"]:
             expand_vars(c, name)
+            for key in ("ports", "startupProbe", "readinessProbe", "livenessProbe"):
+                c.pop(key, None)
         if sidecars:
             for c in spec["containers"]:
                 c["command"] = ["sh", "-c", "until fencectl health --ready >/dev/null 2>&1; "
@@ -166,9 +170,25 @@ def main():
         with open(os.path.join(outdir, name + ".yaml"), "w") as f:
             yaml.safe_dump(p, f, sort_keys=False)
 
-    order = [p["metadata"]["name"] for p in pods]
-    with open(os.path.join(outdir, "plan.json"), "w") as f:
-        json.dump({"pods": order, "ips": ips, "prepare": prepare, "adaptations": ADAPTATIONS}, f, indent=1)
+    # What pods.sh does with the host: the pods in start order with their addresses, and the
+    # memory emptyDirs to mount. Directories and Secret files are made here.
+    with open(os.path.join(outdir, "pods.txt"), "w") as f:
+        f.writelines(f"{p['metadata']['name']} {ips[p['metadata']['name']]}\n" for p in pods)
+    with open(os.path.join(outdir, "tmpfs.txt"), "w") as f:
+        f.writelines(f"{t['path']} {t['size'] or ''} {t['group'] or 0}\n"
+                     for t in prepare["tmpfs"])
+    for t in prepare["tmpfs"] + prepare["dirs"]:
+        os.makedirs(t["path"], exist_ok=True)
+        os.chown(t["path"], 0, t["group"] or 0)
+        os.chmod(t["path"], 0o2777)
+    for s in prepare["files"]:
+        os.makedirs(os.path.dirname(s["path"]), exist_ok=True)
+        with open(s["path"], "w") as out:
+            out.write(s["text"])
+        os.chown(s["path"], 0, s["group"] or 0)
+        os.chmod(s["path"], s["mode"])
+    with open(os.path.join(outdir, "adaptations.txt"), "w") as f:
+        f.writelines(f"  - {a}\n" for a in ADAPTATIONS)
 
 
 if __name__ == "__main__":

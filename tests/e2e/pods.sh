@@ -11,7 +11,8 @@
 # Debian's archive and imported (no registry is reachable); they and the debootstrap tree are
 # kept (/var/cache/fencekeeper/e2e) for the next run. Everything else the run makes (pods,
 # volumes, tmpfs mounts, the network) is removed on exit, also on failure.
-#   FK_E2E_KEEP=1: leave the pods running for a look (remove them with the printed command).
+#   FK_E2E_KEEP=1: leave the pods running for a look.
+#   FK_E2E_REUSE_IMAGES=1: use the images built by an earlier run (a quicker loop on the checks).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 [ "$(id -u)" = 0 ] || { echo "pods.sh: needs root (podman kube play, tmpfs mounts)" >&2; exit 2; }
@@ -57,6 +58,8 @@ cleanup() {
   return $rc
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # --- base images: debootstrap (minbase) from Debian's archive, imported as debian:12 and -slim
 say "base images"
@@ -100,14 +103,18 @@ say "images"
 image="$(sed -n 's/^#   docker build -t \([^ ]*\) \.$/\1/p' "$here/Dockerfile")"
 zk_image="$(sed -n 's/^#   docker build -t \([^ ]*\) k8s\/zookeeper$/\1/p' "$here/k8s/zookeeper/Dockerfile")"
 app_image=localhost/fk-e2e-app:latest
-t=$SECONDS
-podman build -q -t "$image" -f "$here/Dockerfile" "$here" >"$work/build-image.log" 2>&1 ||
-  { tail -40 "$work/build-image.log"; fail "podman build of the Dockerfile"; exit 1; }
-pass "the Dockerfile builds $image ($((SECONDS - t)) s)"
-t=$SECONDS
-podman build -q -t "$zk_image" "$here/k8s/zookeeper" >"$work/build-zk.log" 2>&1 ||
-  { tail -40 "$work/build-zk.log"; fail "podman build of k8s/zookeeper"; exit 1; }
-pass "k8s/zookeeper builds $zk_image ($((SECONDS - t)) s)"
+if [ "${FK_E2E_REUSE_IMAGES:-0}" = 1 ] && podman image exists "$image" && podman image exists "$zk_image"; then
+  echo "FK_E2E_REUSE_IMAGES=1: using $image and $zk_image as built before"
+else
+  t=$SECONDS
+  podman build -q -t "$image" -f "$here/Dockerfile" "$here" >"$work/build-image.log" 2>&1 ||
+    { tail -40 "$work/build-image.log"; fail "podman build of the Dockerfile"; exit 1; }
+  pass "the Dockerfile builds $image ($((SECONDS - t)) s)"
+  t=$SECONDS
+  podman build -q -t "$zk_image" "$here/k8s/zookeeper" >"$work/build-zk.log" 2>&1 ||
+    { tail -40 "$work/build-zk.log"; fail "podman build of k8s/zookeeper"; exit 1; }
+  pass "k8s/zookeeper builds $zk_image ($((SECONDS - t)) s)"
+fi
 podman build -q -t "$app_image" "$here/tests/e2e/app" >"$work/build-app.log" 2>&1 ||
   { tail -40 "$work/build-app.log"; fail "podman build of the test's app image"; exit 1; }
 
@@ -135,32 +142,20 @@ printf '{"address_prefix": "%s", "app_image": "%s", "volumes_dir": "%s", "observ
   "$prefix" "$app_image" "$work/volumes" "$work/observe" >"$work/adapt.json"
 /usr/bin/python3 "$here/tests/e2e/adapt_for_podman.py" "$work/adapt.json" "$work/pods" \
   "$work/dev-zookeeper.yaml" "$work/example.yaml"
-plan="$work/pods/plan.json"
-jq_() { /usr/bin/python3 -c "import json,sys; p=json.load(open('$plan')); $1"; }
-jq_ 'print("\n".join("  - " + a for a in p["adaptations"]))'
+cat "$work/pods/adaptations.txt"
 
 podman network create --subnet "${prefix}0/24" --label "fk-e2e=$net" "$net" >/dev/null
-# The volumes as the kubelet makes them.
-jq_ 'print("\n".join(f"{t[\"path\"]} {t[\"size\"] or \"\"} {t[\"group\"] or 0}" for t in p["prepare"]["tmpfs"]))' |
-  while read -r path size group; do
-    mkdir -p "$path"
-    mount -t tmpfs -o "size=${size/Mi/m},mode=2777,gid=$group" tmpfs "$path"
-  done
-jq_ 'print("\n".join(f"{t[\"path\"]} {t[\"group\"] or 0}" for t in p["prepare"]["dirs"]))' |
-  while read -r path group; do install -d -m 2777 -g "$group" "$path"; done
-jq_ '
-import os
-for f in p["prepare"]["files"]:
-    os.makedirs(os.path.dirname(f["path"]), exist_ok=True)
-    with open(f["path"], "w") as out: out.write(f["text"])
-    os.chown(f["path"], 0, f["group"] or 0); os.chmod(f["path"], f["mode"])'
+# Memory emptyDirs as the kubelet makes them: a tmpfs of the sizeLimit, 2777, group fsGroup.
+while read -r path size group; do
+  mount -t tmpfs -o "size=${size/Mi/m},mode=2777,gid=$group" tmpfs "$path"
+done <"$work/pods/tmpfs.txt"
 # The ZooKeeper pods' claims: named volumes owned by their fsGroup.
 for claim in $(grep -ho 'claimName: .*' "$work"/pods/*.yaml | cut -d' ' -f2); do
   podman volume create --label "fk-e2e=$net" "$claim" >/dev/null
   chown 1000:1000 "$(podman volume inspect --format '{{.Mountpoint}}' "$claim")"
 done
 
-ip_of() { jq_ "print(p['ips']['$1'])"; }
+ip_of() { awk -v p="$1" '$1 == p {print $2}' "$work/pods/pods.txt"; }
 play() {
   podman kube play --network "$net" --ip "$(ip_of "$1")" "$work/pods/$1.yaml" >"$work/play-$1.log" 2>&1 ||
     { cat "$work/play-$1.log"; fail "podman kube play $1"; exit 1; }
@@ -210,11 +205,10 @@ check "/metrics has the lease gauge" grep -q '^fencekeeper_' <(get reconciler-0 
 
 say "ZooKeeper stopped, then back"
 podman pod stop -t 5 zookeeper-0 zookeeper-1 zookeeper-2 >/dev/null
-not_ready() { ! podman exec "$(side reconciler-0)" fencectl get /readyz; }
-readyz_503() { podman exec "$(side reconciler-0)" fencectl get /readyz 2>&1 | grep -q 503; }
+readyz_503() { { podman exec "$(side reconciler-0)" fencectl get /readyz 2>&1 || true; } | grep -q 503; }
 wait_for 30 "/readyz answers 503 with ZooKeeper stopped" readyz_503
 check "/healthz still 200 with ZooKeeper stopped (liveness must not restart it)" \
-  podman exec "$(side reconciler-0)" fencectl get /healthz
+  sh -c "podman exec $(side reconciler-0) fencectl get /healthz >/dev/null"
 podman pod start zookeeper-0 zookeeper-1 zookeeper-2 >/dev/null
 wait_for 90 "/readyz answers 200 again once ZooKeeper is back" \
   podman exec "$(side reconciler-0)" fencectl get /readyz
