@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz with clang under ASan+UBSan (build-fuzz/, -DFK_FUZZ=ON,
-# only the libraries they link) and runs each for FK_FUZZ_SECONDS (default 20) from its committed
-# seed corpus. New inputs go to build-fuzz/work/<target>, never into the repo. Any crash, leak,
-# timeout, memory blow-up or oracle failure fails the run; the input that caused it is kept as
+# only the libraries they link; -O1 and line tables only: quick to build, enough for reports) and
+# runs each for FK_FUZZ_SECONDS (default 20) from its committed seed corpus. New inputs go to
+# build-fuzz/work/<target>, never into the repo. Any crash, leak, timeout, memory blow-up or
+# oracle failure fails the run; the input that caused it is kept as
 # build-fuzz/crashes/<target>-<kind>-<sha1> and its path printed. docs/security.md, "Fuzzing".
 #   FK_FUZZ_TARGETS="rpc_calls" FK_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=2 -workers=2
 # Extra arguments go to every libFuzzer run.
@@ -13,7 +14,8 @@ build="${FK_FUZZ_BUILD_DIR:-$here/build-fuzz}"
 seconds="${FK_FUZZ_SECONDS:-20}"
 read -r -a targets <<<"${FK_FUZZ_TARGETS:-rpc_bytes rpc_calls lock_name}"
 CC=clang CXX=clang++ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFK_FUZZ=ON \
-  -DFK_SANITIZE=address,undefined -DBUILD_TESTING=OFF -DFK_WERROR="${FK_WERROR:-OFF}" >/dev/null
+  -DFK_SANITIZE=address,undefined -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL=1 -DBUILD_TESTING=OFF \
+  -DFK_WERROR="${FK_WERROR:-OFF}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 mkdir -p "$build/crashes"
 failed=0

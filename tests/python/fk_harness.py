@@ -157,7 +157,7 @@ class Cluster:
         socket = socket or os.path.join(self.tmp, "fk%d.sock" % i)
         log_path = os.path.join(self.tmp, "fencekeeper%d.log" % i)
         if "--status-socket" not in extra_args:
-            # Sidecars of one temp directory would share the default status.sock.
+            # A name the tests know (the default, NAME.status, is named after the socket).
             extra_args += ("--status-socket", os.path.join(self.tmp, "fk%d.status.sock" % i))
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(

@@ -7,8 +7,8 @@ whole process group (also a grandchild behind `sh -c`), signals reach the group 
 another holder get the lock first), CMD owns the terminal's foreground, a lost grant is queued for
 again, and fencectl exits within its bound when the sidecar or ZooKeeper is frozen.
 
-Run by ctest's python_client with Debian's interpreter, or alone (the standby of the frozen
-fencectl test is the Python package):
+Run by ctest's python_client.test_fencectl with Debian's interpreter, or alone (the standby of
+the frozen fencectl test is the Python package):
 
     FK_BUILD_DIR=build PYTHONPATH=client_lib/python /usr/bin/python3 -m unittest discover -v \\
         -s tests/python -p test_fencectl.py

@@ -141,7 +141,8 @@ class HealthAgainstAStandInTest(unittest.TestCase):
         self.assertTrue(r.stderr.startswith("fencectl: health: "), r.stderr)
 
     def test_the_status_socket_is_looked_for_beside_the_lease_socket(self):
-        beside = self.serve("status.sock", 200, "ok\n")
+        # Named after the lease socket (in this private directory: no NAME.d/).
+        beside = self.serve("fencekeeper.sock.status", 200, "ok\n")
         elsewhere = self.serve("elsewhere.sock", 503, "elsewhere\n")
         lease_socket = self.path("fencekeeper.sock")  # need not exist: only its directory counts
         r = self.fencectl("--socket", lease_socket, "health")
@@ -154,7 +155,8 @@ class HealthAgainstAStandInTest(unittest.TestCase):
         r = self.fencectl("health", env=env)
         self.assertEqual((r.returncode, r.stdout), (EXIT_UNHEALTHY, "elsewhere\n"), r.stderr)
         # ... and --status-socket over both.
-        r = self.fencectl("health", "--status-socket", self.path("status.sock"), env=env)
+        r = self.fencectl("health", "--status-socket", self.path("fencekeeper.sock.status"),
+                          env=env)
         self.assertEqual((r.returncode, r.stdout), (0, "ok\n"), r.stderr)
         self.assertEqual((len(beside.paths), len(elsewhere.paths)), (3, 1))
 
@@ -186,7 +188,7 @@ class HealthAgainstARealSidecarTest(fk_harness.ClusterTestCase):
         sub = os.path.join(self.cluster.tmp, "beside")
         os.mkdir(sub, 0o750)
         # Where the sidecar puts it by default (fk_harness names one for each sidecar).
-        self.cluster.start_sidecar("--status-socket", os.path.join(sub, "status.sock"),
+        self.cluster.start_sidecar("--status-socket", os.path.join(sub, "fk.sock.status"),
                                    socket=os.path.join(sub, "fk.sock"))
         r = self.cluster.fencectl(os.path.join(sub, "fk.sock"), "health", "--ready")
         self.assertEqual((r.returncode, r.stdout), (0, "ready\n"), r.stderr)

@@ -2,7 +2,8 @@
 fencekeeper's leases, on a real standalone ZooKeeper and a sidecar with --persistent-parents
 (fk_harness.ClusterTestCase starts both per class and stops them by PID).
 
-Needs kazoo, which only Debian's interpreter has (python3-kazoo); ctest's python_client runs it:
+Needs kazoo, which only Debian's interpreter has (python3-kazoo); ctest's
+python_client.test_kazoo_interop runs it:
 
     FK_BUILD_DIR=build /usr/bin/python3 -m unittest discover -v -s tests/python \\
         -p test_kazoo_interop.py
