@@ -19,4 +19,12 @@ std::string modeText(mode_t mode);
 // or the subdirectory form when the configured path's directory is writable by others.
 std::string resolveSocketPath(const std::string& configured);
 
+// The status socket the sidecar serves by default for the lease socket it bound at
+// `boundLeaseSocket` (a resolveSocketPath result): "<bound path>.status", named after the lease
+// socket as the lease table is ("<bound path>.leases"), so that sidecars whose lease sockets share
+// a directory each have their own.
+inline std::string statusSocketBeside(const std::string& boundLeaseSocket) {
+  return boundLeaseSocket + ".status";
+}
+
 }  // namespace fencekeeper

@@ -39,7 +39,9 @@ ephemeral sequential nodes; every grant carries a fencing token (the node's czxi
                          by this uid or root. Where it is writable by group or others (a
                          Kubernetes emptyDir, /tmp), the socket goes in a subdirectory of
                          its own, DIR/NAME.d/NAME (0750), where clients given PATH look
-                         for it too. Only the socket this process bound is removed
+                         for it too. Only the socket this process bound is removed (a
+                         failed start also removes the directory, lease table and status
+                         socket it created, and logs one line: cannot start: WHAT: WHY)
   --socket-world         make the socket accessible to every user: socket 0777 and its
                          directory 0755 (default 0660 and 0750: the socket's group)
   --root ZNODE           where locks live in ZooKeeper (env FENCEKEEPER_ROOT;
@@ -75,8 +77,10 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
   --allow-gid GID[,GID...]  only peers with these primary gids (repeatable)
 
   --status-socket PATH   the status socket: HTTP, read-only (/healthz, /readyz, /status,
-                         /metrics); default status.sock in the lease socket's directory,
-                         with the same directory rules; `none` serves none
+                         /metrics); default NAME.status beside the lease socket where the
+                         sidecar binds it (--socket /tmp/fk.sock: /tmp/fk.sock.d/fk.sock.status;
+                         --socket /run/fk/fk.sock: /run/fk/fk.sock.status); a PATH given
+                         follows the lease socket's directory rules; `none` serves none
   --status-listen ADDR:PORT  serve the status routes on TCP too, e.g. 0.0.0.0:9464 for
                          Prometheus (default off; IPv6 as [::1]:9464)
   --lease-table PATH     the shared-memory lease table clients read to check a lease
@@ -138,9 +142,7 @@ bool validRoot(const std::string& root) {
 std::string statusSocketPath(const SidecarConfig& config, const std::string& boundLeaseSocket) {
   if (config.statusSocket == "none") return {};
   if (!config.statusSocket.empty()) return config.statusSocket;
-  auto slash = boundLeaseSocket.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : boundLeaseSocket.substr(0, slash)) +
-         "/status.sock";
+  return statusSocketBeside(boundLeaseSocket);
 }
 
 std::string leaseTablePath(const SidecarConfig& config, const std::string& boundLeaseSocket) {

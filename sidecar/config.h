@@ -40,7 +40,7 @@ struct SidecarConfig {
   LimitFlags limits;
   std::vector<uint32_t> allowUids;  // empty (both): every peer that can open the socket
   std::vector<uint32_t> allowGids;
-  std::string statusSocket;  // --status-socket; empty: status.sock beside the lease socket
+  std::string statusSocket;  // --status-socket; empty: NAME.status beside the lease socket
   std::string statusListen;  // --status-listen ADDR:PORT; empty: no TCP
   std::string leaseTable;    // --lease-table; empty: beside the lease socket; "none": no table
   bool metricsLockLabels = false;

@@ -1,6 +1,7 @@
 // fencekeeper: flags, wiring and signals. Everything else lives in the components.
 #include <kj/async-io.h>
 #include <kj/async-unix.h>
+#include <kj/exception.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 #include "common/kj_loop.h"
 #include "sidecar/config.h"
@@ -64,6 +67,19 @@ void checkChroot(zk::Client& zk, const std::string& hosts) {
           chroot, chroot);
     }
   });
+}
+
+// Runs one step of the start that can fail for a reason outside the sidecar (a path taken, an
+// address in use): its exception names the step, for the one line a failed start logs.
+template <typename Step>
+auto startStep(const std::string& what, Step&& step) {
+  try {
+    return step();
+  } catch (const kj::Exception& e) {
+    throw std::runtime_error("cannot start: " + what + ": " + e.getDescription().cStr());
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot start: " + what + ": " + e.what());
+  }
 }
 
 uint32_t clamp32(uint64_t n) { return n > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(n); }
@@ -136,15 +152,26 @@ int run(const SidecarConfig& config) {
   observers.add(metrics);
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig, &observers);
 
-  rpc::BoundSocket bound = rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
+  // What this process puts on disk is removed again if it ends by an exception (a failed start):
+  // a lease socket nobody serves would answer its clients "Connection refused" (issue 23).
+  rpc::BoundSocket bound = startStep("lease socket (--socket " + config.socket + ")", [&] {
+    return rpc::bindUnixSocket(config.socket, config.socketWorldAccessible);
+  });
+  KJ_ON_SCOPE_FAILURE({
+    rpc::removeBoundSocket(bound);
+    rpc::removeCreatedDirectories(bound);
+  });
   // Before any connection is served, so every grant gets its slot (up to the table's capacity).
   std::unique_ptr<shm::LeaseTableWriter> leaseTable;
+  KJ_ON_SCOPE_FAILURE(if (leaseTable) leaseTable->removeIfCreated());
   std::unique_ptr<shm::LeaseTablePublisher> leaseTablePublisher;
   if (std::string path = leaseTablePath(config, bound.path); !path.empty()) {
     uint64_t capacity =
         config.limits.maxLeases ? config.limits.maxLeases : shm::LeaseTableWriter::kMaxCapacity;
-    leaseTable = std::make_unique<shm::LeaseTableWriter>(
-        path, capacity, std::strtoull(engineConfig.instanceId.c_str(), nullptr, 16));
+    leaseTable = startStep("lease table", [&] {
+      return std::make_unique<shm::LeaseTableWriter>(
+          path, capacity, std::strtoull(engineConfig.instanceId.c_str(), nullptr, 16));
+    });
     leaseTablePublisher =
         std::make_unique<shm::LeaseTablePublisher>(*leaseTable, engine->safeUntil());
     observers.add(*leaseTablePublisher);
@@ -163,19 +190,28 @@ int run(const SidecarConfig& config) {
   // The status routes, on the status socket and/or TCP (main.cc owns both listening sockets).
   std::string statusPath = statusSocketPath(config, bound.path);
   std::optional<rpc::BoundSocket> statusBound;
+  KJ_ON_SCOPE_FAILURE(if (statusBound) {
+    rpc::removeBoundSocket(*statusBound);
+    rpc::removeCreatedDirectories(*statusBound);
+  });
   std::unique_ptr<status::StatusServer> statusServer;
   if (!statusPath.empty() || !config.statusListen.empty()) {
     statusServer =
         std::make_unique<status::StatusServer>(context, metrics, io.provider->getTimer());
   }
   if (!statusPath.empty()) {
-    statusBound = rpc::bindUnixSocket(statusPath, config.socketWorldAccessible);
+    statusBound = startStep(
+        config.statusSocket.empty() ? "status socket (the default beside the lease socket)"
+                                    : "status socket (--status-socket " + config.statusSocket + ")",
+        [&] { return rpc::bindUnixSocket(statusPath, config.socketWorldAccessible); });
     statusServer->listen(io.lowLevelProvider->wrapListenSocketFd(
         statusBound->fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP));
   }
   if (!config.statusListen.empty()) {
-    auto address = io.provider->getNetwork().parseAddress(config.statusListen).wait(io.waitScope);
-    statusServer->listen(address->listen());
+    startStep("--status-listen " + config.statusListen, [&] {
+      auto address = io.provider->getNetwork().parseAddress(config.statusListen).wait(io.waitScope);
+      statusServer->listen(address->listen());
+    });
   }
   spdlog::info("status socket={} listen={}", statusBound ? statusBound->path : "none",
                config.statusListen.empty() ? "off" : config.statusListen);

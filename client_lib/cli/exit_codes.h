@@ -4,7 +4,7 @@
 
 namespace fencekeeper {
 
-constexpr int kExitUnhealthy = 1;        // fencectl health: not 200, or no answer in time
+constexpr int kExitUnhealthy = 1;        // fencectl health: not 200, or no answer; get: not 200
 constexpr int kExitInvalid = 1;          // fencectl valid: the lease is not held and valid now
 constexpr int kExitUsage = 64;           // invalid arguments
 constexpr int kExitUnavailable = 69;     // sidecar unreachable

@@ -7,6 +7,7 @@
 //   fencectl [--socket PATH] [--expect-uid UID] status [--json] [--watch [--interval DUR]]
 //   fencectl [--socket PATH] [--expect-uid UID] valid NAME TOKEN
 //   fencectl [--socket PATH] health [--ready] [--status-socket PATH] [--timeout DUR]
+//   fencectl [--socket PATH] get TARGET [--status-socket PATH] [--timeout DUR]
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -72,7 +73,14 @@ constexpr const char* kUsage = R"(usage:
       Asks the status socket's /healthz (--ready: /readyz), prints the answer's line and
       exits 0 on 200, 1 on any other answer, none within --timeout (default 2s), or no
       socket: for Kubernetes exec probes. --status-socket defaults to
-      $FENCEKEEPER_STATUS_SOCKET, else status.sock beside the lease socket.
+      $FENCEKEEPER_STATUS_SOCKET, else the sidecar's default: NAME.status beside the lease
+      socket where the sidecar binds it (/run/fk/fk.sock.status for /run/fk/fk.sock, and
+      /tmp/fk.sock.d/fk.sock.status for /tmp/fk.sock: in NAME.d/ like the lease socket).
+  fencectl [--socket PATH] get TARGET [--status-socket PATH] [--timeout DUR]
+      GETs TARGET (/healthz, /readyz, /status or /metrics) from the status socket (found as
+      for health) and prints the body as served: curl for a container without one. Exits 0
+      on 200, 1 on any other answer (its status on stderr), 69 when no answer comes (no
+      socket, not HTTP, or none within --timeout, default 2s).
 
 The socket defaults to $FENCEKEEPER_SOCKET, else /run/fencekeeper/fencekeeper.sock (in
 its subdirectory NAME.d/ when the socket's directory is writable by others, as the sidecar
@@ -81,7 +89,8 @@ must own the socket file, in a directory no one else can write, and where that d
 sits in one others can write (a Kubernetes emptyDir, /tmp), be root or fencectl's own uid.
   --expect-uid UID   the sidecar must run as UID instead (env FENCEKEEPER_EXPECT_UID)
 A server that fails the check is refused (exit 69) with both uids named.
-Exit codes: (health: 0 on 200, else 1; valid: 0 valid, 1 not; 64 for invalid arguments)
+Exit codes: (health: 0 on 200, else 1; get: 0 on 200, 1 on another answer, 69 on none;
+valid: 0 valid, 1 not; 64 for invalid arguments)
   CMD's own exit status when it ended by itself
   128+N  CMD killed by signal N (137: still running --grace after a SIGINT or SIGTERM);
          or fencectl got signal N while waiting for the lock, and CMD never ran
@@ -208,27 +217,60 @@ int run(int argc, char** argv) {
     if (interval && !args.watch) return usage("--interval needs --watch");
     return statusCommand(sidecar, args);
   }
+  // The options of the status socket's commands (health, get): nullopt when `a` is none of them,
+  // else 0, or the usage error's exit code.
+  auto statusSocketOption = [&](const std::string& a, std::string& statusSocket,
+                                Millis& timeout) -> std::optional<int> {
+    if (a == "--timeout") {
+      if (!duration(a, timeout) || timeout.count() == 0) return usage("bad --timeout");
+    } else if (a == "--status-socket") {
+      auto v = next("--status-socket");
+      if (!v || v->empty()) return usage("--status-socket needs a path");
+      statusSocket = *v;
+    } else if (a == "--socket" && i + 1 < argc) {
+      socket = argv[++i];
+    } else {
+      return std::nullopt;
+    }
+    return 0;
+  };
   if (command == "health") {
     HealthArgs args;
     for (; i < argc; ++i) {
       std::string a = argv[i];
       if (a == "--ready") {
         args.ready = true;
-      } else if (a == "--timeout") {
-        if (!duration(a, args.timeout) || args.timeout.count() == 0) {
-          return usage("bad --timeout");
-        }
-      } else if (a == "--status-socket") {
-        auto v = next("--status-socket");
-        if (!v || v->empty()) return usage("--status-socket needs a path");
-        args.statusSocket = *v;
-      } else if (a == "--socket" && i + 1 < argc) {
-        socket = argv[++i];
+      } else if (auto rc = statusSocketOption(a, args.statusSocket, args.timeout)) {
+        if (*rc != 0) return *rc;
       } else {
         return usage("unexpected argument " + a);
       }
     }
     return healthCommand(sidecar, args);
+  }
+  if (command == "get") {
+    GetArgs args;
+    bool target = false;
+    for (; i < argc; ++i) {
+      std::string a = argv[i];
+      if (auto rc = statusSocketOption(a, args.statusSocket, args.timeout)) {
+        if (*rc != 0) return *rc;
+      } else if (!target && a[0] != '-') {
+        args.target = a;
+        target = true;
+      } else {
+        return usage("unexpected argument " + a);
+      }
+    }
+    std::string allowed;
+    bool known = false;
+    for (const char* t : kGetTargets) {
+      allowed += (allowed.empty() ? "" : ", ") + std::string(t);
+      known = known || args.target == t;
+    }
+    if (!target) return usage("get needs a TARGET: " + allowed);
+    if (!known) return usage("get: TARGET '" + args.target + "' is none of " + allowed);
+    return getCommand(sidecar, args);
   }
   if (command != "lock" && command != "elect") return usage("unknown command " + command);
   const bool elect = command == "elect";

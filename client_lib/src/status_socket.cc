@@ -16,7 +16,7 @@ namespace {
 Status unavailable(std::string why) { return Status{ErrorCode::kSidecarUnavailable, why}; }
 
 // The exchange, start to end, on the calling thread's new event loop.
-Status exchange(const std::string& path, const std::string& target, Millis timeout,
+Status exchange(const std::string& path, const std::string& target, Millis timeout, size_t maxBody,
                 HttpAnswer* out) {
   auto io = kj::setupAsyncIo();
   kj::HttpHeaderTable table;
@@ -37,10 +37,10 @@ Status exchange(const std::string& path, const std::string& target, Millis timeo
             return client->request(kj::HttpMethod::GET, target.c_str(), headers, uint64_t(0))
                 .response;
           })
-          .then([](kj::HttpClient::Response&& response) {
+          .then([maxBody](kj::HttpClient::Response&& response) {
             int code = static_cast<int>(response.statusCode);
             auto& body = *response.body;
-            return body.readAllText(kMaxProbeBody + 1)
+            return body.readAllText(maxBody + 1)
                 .then([code](kj::String text) {
                   return HttpAnswer{code, std::string(text.cStr(), text.size())};
                 })
@@ -60,9 +60,9 @@ Status exchange(const std::string& path, const std::string& target, Millis timeo
     return unavailable("cannot GET " + target + " from the status socket " + path + ": " +
                        e.getDescription().cStr());
   }
-  if (out->body.size() > kMaxProbeBody) {
+  if (out->body.size() > maxBody) {
     return unavailable("the status socket's answer to " + target + " exceeds " +
-                       std::to_string(kMaxProbeBody) + " bytes");
+                       std::to_string(maxBody) + " bytes");
   }
   return Status{};
 }
@@ -71,11 +71,16 @@ Status exchange(const std::string& path, const std::string& target, Millis timeo
 
 Status getFromStatusSocket(const std::string& socketPath, const std::string& target, Millis timeout,
                            HttpAnswer* out) {
+  return getFromStatusSocket(socketPath, target, timeout, kMaxProbeBody, out);
+}
+
+Status getFromStatusSocket(const std::string& socketPath, const std::string& target, Millis timeout,
+                           size_t maxBody, HttpAnswer* out) {
   Status result;
   std::string path = resolveSocketPath(socketPath);
   std::thread([&] {
     try {
-      result = exchange(path, target, timeout, out);
+      result = exchange(path, target, timeout, maxBody, out);
     } catch (const std::exception& e) {
       result = unavailable(std::string("status socket: ") + e.what());
     }
@@ -86,9 +91,9 @@ Status getFromStatusSocket(const std::string& socketPath, const std::string& tar
 std::string defaultStatusSocketPath(const std::string& leaseSocket) {
   const char* env = std::getenv("FENCEKEEPER_STATUS_SOCKET");
   if (env && *env) return env;
-  std::string bound = resolveSocketPath(leaseSocket);
-  auto slash = bound.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : bound.substr(0, slash)) + "/status.sock";
+  // Where the sidecar binds the lease socket (NAME.d/NAME in a directory others may write), as the
+  // client looks for it: the status socket is named after that path.
+  return statusSocketBeside(resolveSocketPath(leaseSocket));
 }
 
 }  // namespace fencekeeper

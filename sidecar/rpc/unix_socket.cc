@@ -27,12 +27,16 @@ sockaddr_un addressOf(const std::string& path) {
   return addr;
 }
 
-// Creates `dir` (and missing ancestors, 0755) with exactly `mode`, the umask notwithstanding.
-void makeDirectory(const std::filesystem::path& dir, mode_t mode) {
+// Creates `dir` (and missing ancestors, 0755) with exactly `mode`, the umask notwithstanding;
+// appends to `created` each directory it made.
+void makeDirectory(const std::filesystem::path& dir, mode_t mode,
+                   std::vector<std::string>& created) {
   auto parent = dir.parent_path();
   struct stat st {};
-  if (!parent.empty() && stat(parent.c_str(), &st) != 0) makeDirectory(parent, 0755);
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+  if (!parent.empty() && stat(parent.c_str(), &st) != 0) makeDirectory(parent, 0755, created);
+  if (mkdir(dir.c_str(), 0700) == 0) {
+    created.push_back(dir.string());
+  } else if (errno != EEXIST) {
     throw std::runtime_error("cannot create socket directory '" + dir.string() +
                              "': " + std::strerror(errno));
   }
@@ -43,13 +47,15 @@ void makeDirectory(const std::filesystem::path& dir, mode_t mode) {
 // Makes sure only this uid (and root) can create or remove entries in `dir`: throws otherwise.
 // `own`: the directory is the sidecar's own subdirectory, which takes `mode` and must not be a
 // symbolic link (a planted one would lead elsewhere).
-void useDirectory(const std::filesystem::path& dir, mode_t mode, bool own) {
+// `created`: the directories made for it, as makeDirectory.
+void useDirectory(const std::filesystem::path& dir, mode_t mode, bool own,
+                  std::vector<std::string>& created) {
   struct stat st {};
   if ((own ? lstat : stat)(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) {
       throw std::runtime_error("socket directory '" + dir.string() + "': " + std::strerror(errno));
     }
-    makeDirectory(dir, mode);
+    makeDirectory(dir, mode, created);
     if ((own ? lstat : stat)(dir.c_str(), &st) != 0) {
       throw std::runtime_error("socket directory '" + dir.string() + "': " + std::strerror(errno));
     }
@@ -96,41 +102,58 @@ BoundSocket bindUnixSocket(const std::string& configured, bool worldAccessible) 
   mode_t dirMode = worldAccessible ? 0755 : 0750;
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  useDirectory(dir, dirMode, path != configured);
+  BoundSocket bound{-1, path, 0, 0, {}};
+  try {
+    useDirectory(dir, dirMode, path != configured, bound.createdDirs);
 
-  struct stat st {};
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      throw std::runtime_error("'" + path + "' exists and is not a socket: refusing to replace it");
+    struct stat st {};
+    if (lstat(path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        throw std::runtime_error("'" + path +
+                                 "' exists and is not a socket: refusing to replace it");
+      }
+      if (st.st_uid != geteuid()) {
+        throw std::runtime_error("'" + path + "' is a socket of uid " + std::to_string(st.st_uid) +
+                                 ": refusing to replace it");
+      }
+      if (maybeLive(addr)) {
+        throw std::runtime_error("another sidecar is serving on '" + path + "'");
+      }
+      unlink(path.c_str());  // stale: its sidecar died without cleaning up
     }
-    if (st.st_uid != geteuid()) {
-      throw std::runtime_error("'" + path + "' is a socket of uid " + std::to_string(st.st_uid) +
-                               ": refusing to replace it");
-    }
-    if (maybeLive(addr)) {
-      throw std::runtime_error("another sidecar is serving on '" + path + "'");
-    }
-    unlink(path.c_str());  // stale: its sidecar died without cleaning up
-  }
 
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket(): ") + std::strerror(errno));
-  mode_t old = umask(worldAccessible ? 0 : 0117);  // 0660 or 0777
-  int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
-  int bindErrno = errno;
-  umask(old);
-  if (rc != 0 || listen(fd, 128) != 0 || lstat(path.c_str(), &st) != 0) {
-    int err = rc != 0 ? bindErrno : errno;
-    close(fd);
-    throw std::runtime_error("cannot listen on '" + path + "': " + std::strerror(err));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error(std::string("socket(): ") + std::strerror(errno));
+    mode_t old = umask(worldAccessible ? 0 : 0117);  // 0660 or 0777
+    int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    int bindErrno = errno;
+    umask(old);
+    if (rc != 0 || listen(fd, 128) != 0 || lstat(path.c_str(), &st) != 0) {
+      int err = rc != 0 ? bindErrno : errno;
+      if (rc == 0) unlink(path.c_str());  // bound but not listening: nobody would serve it
+      close(fd);
+      throw std::runtime_error("cannot listen on '" + path + "': " + std::strerror(err));
+    }
+    bound.fd = fd;
+    bound.dev = st.st_dev;
+    bound.ino = st.st_ino;
+  } catch (...) {
+    removeCreatedDirectories(bound);  // a refused start leaves no directory of its own behind
+    throw;
   }
-  return BoundSocket{fd, path, st.st_dev, st.st_ino};
+  return bound;
 }
 
 void removeBoundSocket(const BoundSocket& bound) {
   struct stat st {};
   if (lstat(bound.path.c_str(), &st) == 0 && st.st_dev == bound.dev && st.st_ino == bound.ino) {
     unlink(bound.path.c_str());
+  }
+}
+
+void removeCreatedDirectories(const BoundSocket& bound) {
+  for (auto dir = bound.createdDirs.rbegin(); dir != bound.createdDirs.rend(); ++dir) {
+    rmdir(dir->c_str());  // fails, and keeps it, when something else is in it now
   }
 }
 

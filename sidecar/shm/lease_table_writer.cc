@@ -44,13 +44,16 @@ void checkDirectory(const std::string& path) {
 }
 
 // Opens the file as the table may be: a regular file of this uid with one name, mode 0644.
-UniqueFd openTableFile(const std::string& path) {
-  UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644));
+// `created`: whether this open made the file; `st`: the file's stat.
+UniqueFd openTableFile(const std::string& path, bool& created, struct stat& st) {
+  constexpr int kFlags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  UniqueFd fd(open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0644));
+  created = fd.valid();
+  if (!fd.valid() && errno == EEXIST) fd.reset(open(path.c_str(), kFlags));
   if (!fd.valid()) {
     if (errno == ELOOP) refuse(path, "is a symbolic link");
     refuseErrno(path, "cannot open");
   }
-  struct stat st {};
   if (fstat(fd.get(), &st) != 0) refuseErrno(path, "fstat");
   if (!S_ISREG(st.st_mode)) refuse(path, "is not a regular file");
   if (st.st_uid != geteuid()) {
@@ -78,15 +81,24 @@ uint64_t ns(TimePoint t) { return t.count() > 0 ? static_cast<uint64_t>(t.count(
 LeaseTableWriter::LeaseTableWriter(const std::string& path, uint64_t capacity, uint64_t instance)
     : path_(path), instance_(instance) {
   checkDirectory(path);
-  UniqueFd fd = openTableFile(path);
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) refuseErrno(path, "fstat");
+  UniqueFd fd = openTableFile(path, created_, file_);
+  try {
+    mapTable(fd.get(), capacity);
+  } catch (...) {
+    removeIfCreated();  // a table this start made goes with the start
+    throw;
+  }
+}
+
+void LeaseTableWriter::mapTable(int fd, uint64_t capacity) {
+  const std::string& path = path_;
+  const struct stat& st = file_;
   uint64_t size = static_cast<uint64_t>(st.st_size);
   uint64_t slotsInFile = size > lt::kHeaderBytes ? (size - lt::kHeaderBytes) / lt::kSlotBytes : 0;
   capacity_ = std::min(std::max(capacity, slotsInFile), kMaxCapacity);
   uint64_t bytes = lt::fileBytesFor(capacity_);
   // Grown sparse, never shrunk: a reader mapped past a shrunk end would get SIGBUS.
-  if (size < bytes && ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) {
+  if (size < bytes && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     refuseErrno(path, "ftruncate to " + std::to_string(bytes) + " bytes");
   }
   try {
@@ -132,6 +144,14 @@ void LeaseTableWriter::initialise(uint64_t slotsInFile) {
 }
 
 LeaseTableWriter::~LeaseTableWriter() { setSession(lt::SessionState::kUnknown, TimePoint{}); }
+
+void LeaseTableWriter::removeIfCreated() const {
+  struct stat now {};
+  if (created_ && lstat(path_.c_str(), &now) == 0 && now.st_dev == file_.st_dev &&
+      now.st_ino == file_.st_ino) {
+    unlink(path_.c_str());
+  }
+}
 
 std::optional<TablePlace> LeaseTableWriter::hold(uint64_t lease, uint64_t token,
                                                  TimePoint validUntil, std::string_view name) {

@@ -11,6 +11,8 @@
 // to its own check). Loop thread only: the one writer the seqlocks allow.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <boost/interprocess/mapped_region.hpp>
 #include <cstdint>
 #include <deque>
@@ -44,6 +46,9 @@ class LeaseTableWriter {
   LeaseTableWriter& operator=(const LeaseTableWriter&) = delete;
 
   const std::string& path() const { return path_; }
+  // Unlinks the file if this writer created it and the path still names it: a failed start
+  // leaves no table behind (readers that mapped it keep their mapping).
+  void removeIfCreated() const;
   uint64_t instance() const { return instance_; }
   uint64_t capacity() const { return capacity_; }
 
@@ -64,9 +69,12 @@ class LeaseTableWriter {
   const lease_table::Header& header() const { return *header_; }
 
  private:
+  void mapTable(int fd, uint64_t capacity);  // the constructor's rest, once the file is open
   void initialise(uint64_t slotsInFile);
 
   std::string path_;
+  bool created_ = false;  // the constructor created the file
+  struct stat file_ {};   // the file opened (its st_dev and st_ino name it)
   uint64_t instance_;
   uint64_t capacity_ = 0;
   boost::interprocess::mapped_region region_;

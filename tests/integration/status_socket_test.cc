@@ -383,7 +383,7 @@ TEST(StatusSocketAccess, PeersTheAllowListRefusesGet403AndNoneServesNone) {
   options.extraArgs = {"--status-socket", "none"};
   size_t quiet = cluster.startSidecar(options);
   EXPECT_FALSE(std::filesystem::exists(cluster.statusSocket(quiet)));
-  EXPECT_FALSE(std::filesystem::exists(cluster.dir() + "/status.sock"));
+  EXPECT_FALSE(std::filesystem::exists(cluster.socket(quiet) + ".status"));
   EXPECT_NE(cluster.sidecar(quiet).log().find("status socket=none"), std::string::npos);
 }
 

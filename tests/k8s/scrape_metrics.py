@@ -39,7 +39,7 @@ def get(path, what):
 def main():
     work = tempfile.mkdtemp(prefix="fk-scrape-")
     lease_socket = os.path.join(work, "fk.sock")
-    status_socket = os.path.join(work, "status.sock")
+    status_socket = lease_socket + ".status"  # the default (work is 0700: no fk.sock.d/)
     log = open(os.path.join(work, "log"), "w")
     sidecar = subprocess.Popen([os.path.join(BUILD, "sidecar", "fencekeeper"), "--dev",
                                 "--dev-data", os.path.join(work, "zk"), "--socket", lease_socket,

@@ -67,6 +67,7 @@ SidecarCluster::~SidecarCluster() {
 }
 
 std::string SidecarCluster::socket(size_t i) const {
+  if (i < sockets_.size()) return sockets_[i];
   return dir_ + "/s" + std::to_string(i) + ".sock";
 }
 
@@ -81,6 +82,7 @@ std::string SidecarCluster::newLogPath(const std::string& stem) {
 
 size_t SidecarCluster::startSidecar(SidecarOptions options) {
   size_t i = sidecars_.size();
+  sockets_.push_back(options.socket.empty() ? socket(i) : options.socket);
   std::vector<std::string> argv{fencekeeperBinary(),
                                 "--zk",
                                 options.zk.empty() ? zk_->connectString() : options.zk,
@@ -90,10 +92,10 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
                                 options.sessionTimeout,
                                 "--log-level",
                                 "trace"};
-  // Sidecars of one cluster share its directory: each gets a status socket of its own.
+  // A name the tests know whatever the layout (the default is named after the lease socket).
   bool ownStatusSocket = std::find(options.extraArgs.begin(), options.extraArgs.end(),
                                    "--status-socket") != options.extraArgs.end();
-  if (!ownStatusSocket) {
+  if (!ownStatusSocket && !options.defaultStatusSocket) {
     argv.push_back("--status-socket");
     argv.push_back(statusSocket(i));
   }

@@ -18,6 +18,9 @@ struct SidecarOptions {
   std::string zk{};  // connect string; empty: the cluster's ZooKeeper
   std::string sessionTimeout = "2s";
   std::vector<std::string> extraArgs{};
+  std::string socket{};  // --socket; empty: socket(i), in the cluster's directory
+  // No --status-socket (unless extraArgs give one): the sidecar's default, beside its socket.
+  bool defaultStatusSocket = false;
 };
 
 class SidecarCluster {
@@ -36,8 +39,10 @@ class SidecarCluster {
   // Waits until sidecar i answers status() with a connected session it vouches for.
   bool waitReady(size_t i);
   ChildProcess& sidecar(size_t i) { return *sidecars_.at(i); }
+  // Its lease socket as configured: SidecarOptions::socket, or "<dir>/s<i>.sock".
   std::string socket(size_t i) const;
-  // Its status socket (--status-socket, unless the test's extraArgs give one).
+  // The status socket the cluster gives it (--status-socket, unless the test's options say
+  // otherwise).
   std::string statusSocket(size_t i) const;
   std::unique_ptr<Client> connect(size_t i);
 
@@ -51,6 +56,7 @@ class SidecarCluster {
   std::unique_ptr<devzk::ZkServerProcess> zk_;
   std::vector<std::unique_ptr<ChildProcess>> sidecars_;
   std::vector<std::vector<std::string>> sidecarArgv_;
+  std::vector<std::string> sockets_;  // of the sidecars started
   std::vector<std::string> otherLogs_;
 };
 

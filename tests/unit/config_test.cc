@@ -38,20 +38,22 @@ std::map<std::string, std::string> described(const SidecarConfig& config) {
   return out;
 }
 
-TEST(CheckConfig, StatusSocketDefaultsToTheLeaseSocketsDirectory) {
+// Named after the lease socket, as the lease table is: sidecars whose lease sockets share a
+// directory each get one of their own (issue 23).
+TEST(CheckConfig, StatusSocketDefaultsToTheLeaseSocketsPathDotStatus) {
   auto parsed = parse({"--zk", "zk:2181", "--socket", "/run/fk/lease.sock", "--check-config"});
   ASSERT_TRUE(parsed.config) << parsed.message;
   EXPECT_TRUE(parsed.config->checkConfig);
   auto keys = described(*parsed.config);
   EXPECT_EQ(keys["socket"], "/run/fk/lease.sock");
-  EXPECT_EQ(keys["status-socket"], "/run/fk/status.sock");
+  EXPECT_EQ(keys["status-socket"], "/run/fk/lease.sock.status");
   EXPECT_EQ(keys["status-listen"], "");
   EXPECT_EQ(keys["log-format"], "text");
   EXPECT_EQ(keys["metrics-lock-labels"], "false");
 
   parsed = parse({"--zk", "zk:2181", "--socket", "lease.sock"});
   ASSERT_TRUE(parsed.config);
-  EXPECT_EQ(described(*parsed.config)["status-socket"], "./status.sock");
+  EXPECT_EQ(described(*parsed.config)["status-socket"], "lease.sock.status");
 }
 
 // As in a Kubernetes emptyDir: the lease socket goes to a subdirectory of its own, and the
@@ -65,7 +67,7 @@ TEST(CheckConfig, StatusSocketFollowsTheLeaseSocketIntoItsSubdirectory) {
   ASSERT_TRUE(parsed.config);
   auto keys = described(*parsed.config);
   EXPECT_EQ(keys["socket"], socket);
-  EXPECT_EQ(keys["status-socket"], std::string(dir) + "/lease.sock.d/status.sock");
+  EXPECT_EQ(keys["status-socket"], std::string(dir) + "/lease.sock.d/lease.sock.status");
   EXPECT_EQ(rmdir(dir), 0);  // and --check-config created nothing there
 }
 

@@ -14,9 +14,9 @@ namespace fencekeeper {
 // One answer of the status socket.
 struct HttpAnswer {
   int code = 0;      // the HTTP status code
-  std::string body;  // at most kMaxProbeBody bytes (a longer body fails the request)
+  std::string body;  // at most the limit asked for (a longer body fails the request)
 };
-constexpr size_t kMaxProbeBody = 64 * 1024;
+constexpr size_t kMaxProbeBody = 64 * 1024;  // the limit of a probe (/healthz, /readyz)
 
 // GETs `target` (e.g. "/healthz") from the status socket at `socketPath` (in its subdirectory
 // "<name>.d/" where its directory is writable by others, as the sidecar binds it), within
@@ -25,10 +25,16 @@ constexpr size_t kMaxProbeBody = 64 * 1024;
 // short-lived event loop runs on a thread of its own).
 Status getFromStatusSocket(const std::string& socketPath, const std::string& target, Millis timeout,
                            HttpAnswer* out);
+// The same with a body of up to `maxBody` bytes instead of kMaxProbeBody: /status and /metrics of
+// a busy sidecar run to megabytes.
+Status getFromStatusSocket(const std::string& socketPath, const std::string& target, Millis timeout,
+                           size_t maxBody, HttpAnswer* out);
 
 // The status socket the sidecar serves by default beside the lease socket `leaseSocket` (as
-// configured; see defaultSocketPath): $FENCEKEEPER_STATUS_SOCKET if set, else status.sock in the
-// directory where the sidecar binds the lease socket.
+// configured; see defaultSocketPath): $FENCEKEEPER_STATUS_SOCKET if set, else "<path>.status"
+// where <path> is where the sidecar binds the lease socket: "/run/fk/fk.sock.status" for
+// /run/fk/fk.sock, "/tmp/fk.sock.d/fk.sock.status" for /tmp/fk.sock (a directory others may
+// write, where the sidecar binds in its subdirectory "<name>.d/").
 std::string defaultStatusSocketPath(const std::string& leaseSocket);
 
 }  // namespace fencekeeper
