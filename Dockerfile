@@ -2,14 +2,19 @@
 #
 #   docker build -t fencekeeper:0.1 .
 #
-# Build stage: Debian 12 with the build dependencies of scripts/setup.sh --build-only. Runtime
-# stage: debian:12-slim with fencekeeper and fencectl (stripped) in /usr/local/bin, libfencekeeper.so in
-# /usr/local/lib and the libraries they link (scripts/runtime-files.sh, which tests/k8s runs in
-# a chroot), as uid 10001. No ZooKeeper or Java: --dev is for a workstation, not for the image.
-FROM debian:12 AS build
+# Build stages: Debian 12 with the build dependencies of scripts/setup.sh --build-only, then the
+# sources. Runtime stage: debian:12-slim with fencekeeper and fencectl (stripped) in
+# /usr/local/bin, libfencekeeper.so in /usr/local/lib and the libraries they link
+# (scripts/runtime-files.sh, which tests/k8s runs in a chroot), as uid 10001. No ZooKeeper or
+# Java: --dev is for a workstation, not for the image.
+
+# Its own stage, so that a builder can make it ahead of the sources (tests/e2e/pods.sh --prepare).
+FROM debian:12 AS deps
 WORKDIR /src
 COPY scripts/setup.sh scripts/
 RUN bash scripts/setup.sh --build-only && rm -rf /var/lib/apt/lists/*
+
+FROM deps AS build
 COPY . .
 # -O2 as the tested builds, without debug info (runtime-files.sh strips what is left).
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \

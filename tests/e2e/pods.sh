@@ -13,7 +13,12 @@
 # volumes, tmpfs mounts, the network) is removed on exit, also on failure.
 #   FK_E2E_KEEP=1: leave the pods running for a look.
 #   FK_E2E_REUSE_IMAGES=1: use the images built by an earlier run (a quicker loop on the checks).
+# --prepare makes only what needs no build of the sources (base images, the ZooKeeper image, the
+# Dockerfile's deps stage: downloads, mostly), --images only the images; scripts/test.sh runs
+# both beside its other stages, and a later full run finds their layers cached.
 set -euo pipefail
+mode="${1:-}"
+case "$mode" in ""|--prepare|--images) ;; *) echo "usage: pods.sh [--prepare|--images]" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 [ "$(id -u)" = 0 ] || { echo "pods.sh: needs root (podman kube play, tmpfs mounts)" >&2; exit 2; }
 bash "$here/scripts/setup.sh" --e2e
@@ -103,20 +108,23 @@ say "images"
 image="$(sed -n 's/^#   docker build -t \([^ ]*\) \.$/\1/p' "$here/Dockerfile")"
 zk_image="$(sed -n 's/^#   docker build -t \([^ ]*\) k8s\/zookeeper$/\1/p' "$here/k8s/zookeeper/Dockerfile")"
 app_image=localhost/fk-e2e-app:latest
+# podman_build WHAT LOG ARGS...: a build whose log is shown only when it fails.
+podman_build() {
+  local what="$1" log="$work/build-$2.log" t=$SECONDS
+  shift 2
+  podman build -q "$@" >"$log" 2>&1 || { tail -40 "$log"; fail "$what"; exit 1; }
+  pass "$what ($((SECONDS - t)) s)"
+}
 if [ "${FK_E2E_REUSE_IMAGES:-0}" = 1 ] && podman image exists "$image" && podman image exists "$zk_image"; then
   echo "FK_E2E_REUSE_IMAGES=1: using $image and $zk_image as built before"
 else
-  t=$SECONDS
-  podman build -q -t "$image" -f "$here/Dockerfile" "$here" >"$work/build-image.log" 2>&1 ||
-    { tail -40 "$work/build-image.log"; fail "podman build of the Dockerfile"; exit 1; }
-  pass "the Dockerfile builds $image ($((SECONDS - t)) s)"
-  t=$SECONDS
-  podman build -q -t "$zk_image" "$here/k8s/zookeeper" >"$work/build-zk.log" 2>&1 ||
-    { tail -40 "$work/build-zk.log"; fail "podman build of k8s/zookeeper"; exit 1; }
-  pass "k8s/zookeeper builds $zk_image ($((SECONDS - t)) s)"
+  podman_build "k8s/zookeeper builds $zk_image" zk -t "$zk_image" "$here/k8s/zookeeper"
+  podman_build "the Dockerfile's deps stage builds" deps --target deps -f "$here/Dockerfile" "$here"
+  if [ "$mode" = --prepare ]; then echo "pods.sh --prepare: $passed passed, $failed failed"; exit 0; fi
+  podman_build "the Dockerfile builds $image" image -t "$image" -f "$here/Dockerfile" "$here"
 fi
-podman build -q -t "$app_image" "$here/tests/e2e/app" >"$work/build-app.log" 2>&1 ||
-  { tail -40 "$work/build-app.log"; fail "podman build of the test's app image"; exit 1; }
+podman_build "the test's app image builds" app -t "$app_image" "$here/tests/e2e/app"
+if [ "$mode" = --images ]; then echo "pods.sh --images: $passed passed, $failed failed"; exit 0; fi
 
 size_of() { podman image inspect --format '{{.Size}}' "$1"; }
 image_mb=$(( $(size_of "$image") / 1000000 )) base_mb=$(( $(size_of debian:12-slim) / 1000000 ))
