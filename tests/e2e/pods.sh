@@ -58,7 +58,7 @@ cleanup() {
     podman volume rm -f "$v" >/dev/null 2>&1 || true
   done
   podman network rm -f "$net" >/dev/null 2>&1 || true
-  grep -o " $work/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount "$m" || true; done
+  { grep -o " $work/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount "$m" || true; done
   rm -rf "$work"
   return $rc
 }
