@@ -209,6 +209,9 @@ for route in /healthz /readyz /status /metrics; do
     sh -c "podman exec $(app reconciler-0) fencectl get $route >$work/get.out 2>&1"
 done
 check "/status names the lock's holder" grep -q '"reconcile"' <(get reconciler-0 /status)
+# The owner label is the pod's name: $(POD_NAME) expanded from the app container's env.
+check "/status names the pod as its lease's owner (\$(POD_NAME) expanded)" \
+  grep -q '"reconciler-0"' <(get reconciler-0 /status)
 check "/metrics has the lease gauge" grep -q '^fencekeeper_' <(get reconciler-0 /metrics)
 
 say "ZooKeeper stopped, then back"
@@ -261,6 +264,10 @@ check "tokens rise and the two replicas never lead at once ($(wc -l <"$ticks") t
 for p in reconciler-0 reconciler-1; do
   check "$p: the sidecar never restarted" \
     test "$(podman inspect --format '{{.RestartCount}}' "$(side "$p")")" = 0
+  # fencectl elect --rerun stands by again after a loss: the app never exits (a one-shot job
+  # would, and Kubernetes would restart it with CrashLoopBackOff delays).
+  check "$p: the app container never exited (fencectl elect --rerun)" \
+    test "$(podman inspect --format '{{.RestartCount}} {{.State.Running}}' "$(app "$p")")" = "0 true"
 done
 
 echo "pods.sh: $passed passed, $failed failed ($((SECONDS - started)) s)"
