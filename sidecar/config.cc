@@ -108,7 +108,7 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
   --help                 this text
 
 Durations: 250ms, 2s, 1m, 1h (a bare number is milliseconds).
-SIGTERM/SIGINT: tell every holder, delete every lease's node (waiting for ZooKeeper's
+SIGTERM/SIGINT/SIGHUP: tell every holder, delete every lease's node (waiting for ZooKeeper's
 confirmation at most the session timeout + 5s), close the session, remove the socket
 (only the one it created), exit 0.
 )";

@@ -3,6 +3,7 @@
 #include <kj/async-unix.h>
 #include <kj/exception.h>
 #include <signal.h>
+#include <string.h>  // sigabbrev_np
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -99,6 +100,9 @@ int run(const SidecarConfig& config) {
   // Before any thread exists (the ZooKeeper client's inherit the mask): signals become events.
   kj::UnixEventPort::captureSignal(SIGTERM);
   kj::UnixEventPort::captureSignal(SIGINT);
+  // SIGHUP (a closed terminal, a supervisor's "reload") shuts down as SIGTERM does: its default
+  // action killed the sidecar with no log and left its nodes until the session expired.
+  kj::UnixEventPort::captureSignal(SIGHUP);
   signal(SIGPIPE, SIG_IGN);
 
   std::optional<zk::DigestCredentials> credentials;
@@ -225,8 +229,10 @@ int run(const SidecarConfig& config) {
 
   auto signalled = io.unixEventPort.onSignal(SIGTERM)
                        .exclusiveJoin(io.unixEventPort.onSignal(SIGINT))
+                       .exclusiveJoin(io.unixEventPort.onSignal(SIGHUP))
                        .wait(io.waitScope);
-  spdlog::info("signal {}: shutting down", signalled.si_signo);
+  spdlog::info("signal {} ({}): shutting down", signalled.si_signo,
+               sigabbrev_np(signalled.si_signo));
 
   listener->stopAccepting();
   rpc::removeBoundSocket(bound);

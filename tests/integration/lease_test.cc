@@ -246,6 +246,26 @@ TEST_F(LeaseTest, SigtermReleasesEveryLeaseTellsHoldersAndRemovesTheSocket) {
   EXPECT_FALSE(std::filesystem::exists(cluster.socket(0)));
 }
 
+// SIGHUP's default action killed the sidecar with no log, its nodes left until the session expired
+// (issue 24): it shuts down as SIGTERM does, and says so.
+TEST_F(LeaseTest, SighupShutsDownAsSigtermDoesAndIsLogged) {
+  cluster.startSidecar();
+  auto client = cluster.connect(0);
+  ZkInspector zk(cluster.zk().connectString());
+  std::atomic<int> lostReason{-1};
+  auto options = waitFor(milliseconds(0));
+  options.onLost = [&](uint64_t, LossReason r) { lostReason = static_cast<int>(r); };
+  auto lease = client->acquire("hangup", options);
+  ASSERT_TRUE(lease);
+  cluster.sidecar(0).signal(SIGHUP);
+  EXPECT_EQ(cluster.sidecar(0).wait(milliseconds(8000)), 0);
+  EXPECT_EQ(lostReason.load(), static_cast<int>(LossReason::kSidecarShutdown));
+  EXPECT_TRUE(zk.children("/fencekeeper/locks/hangup").empty());
+  EXPECT_FALSE(std::filesystem::exists(cluster.socket(0)));
+  EXPECT_NE(cluster.sidecar(0).log().find("signal 1 (HUP): shutting down"), std::string::npos)
+      << cluster.sidecar(0).log();
+}
+
 TEST_F(LeaseTest, StaleSocketIsReplacedAndALiveOneRefused) {
   // A socket file left by a dead sidecar: bound, never listened on.
   std::string path = cluster.socket(0);
