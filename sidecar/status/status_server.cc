@@ -12,8 +12,9 @@ namespace fencekeeper::status {
 
 namespace {
 
-kj::HttpServerSettings settings() {
+kj::HttpServerSettings settings(kj::HttpServerErrorHandler& errors) {
   kj::HttpServerSettings s;
+  s.errorHandler = errors;
   s.headerTimeout = StatusServer::kHeaderTimeout.count() * kj::MILLISECONDS;
   s.pipelineTimeout = StatusServer::kHeaderTimeout.count() * kj::MILLISECONDS;
   s.canceledUploadGracePeriod = 100 * kj::MILLISECONDS;
@@ -51,14 +52,52 @@ class StatusServer::RefusingService final : public kj::HttpService {
   std::string why_;
 };
 
+// Error answers that say what was wrong with the request and nothing of the sidecar: KJ's own
+// put the exception in the page, with source paths and code addresses (issue 24). The
+// exception goes to the log instead.
+class StatusServer::PlainErrors final : public kj::HttpServerErrorHandler {
+ public:
+  explicit PlainErrors(kj::HttpHeaderTable& table) : table_(table) {}
+  kj::Promise<void> handleClientProtocolError(kj::HttpHeaders::ProtocolError error,
+                                              kj::HttpService::Response& response) override {
+    // KJ's fixed text for a request it cannot parse ("Request headers have no terminal
+    // newline." and the like): about the request only.
+    return send(response, error.statusCode, error.statusMessage,
+                kj::str("bad request: ", error.description, "\n"));
+  }
+  kj::Promise<void> handleApplicationError(kj::Exception exception,
+                                           kj::Maybe<kj::HttpService::Response&> response) override {
+    if (exception.getType() == kj::Exception::Type::DISCONNECTED) return kj::READY_NOW;
+    spdlog::warn("status socket: a request failed: {}", exception.getDescription().cStr());
+    KJ_IF_MAYBE(r, response) {
+      return send(*r, 400, "Bad Request",
+                  kj::str("bad request: the sidecar could not serve it (its log says why)\n"));
+    }
+    return kj::READY_NOW;
+  }
+
+ private:
+  kj::Promise<void> send(kj::HttpService::Response& response, uint code, kj::StringPtr status,
+                         kj::String body) {
+    kj::HttpHeaders headers(table_);
+    headers.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
+    auto stream = response.send(code, status, headers, body.size());
+    auto& out = *stream;
+    return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
+  }
+  kj::HttpHeaderTable& table_;
+};
+
 StatusServer::StatusServer(rpc::ServerContext& context, Metrics& metrics, kj::Timer& kjTimer)
     : context_(context),
       metrics_(metrics),
       table_(buildTable(allow_)),
       service_(context, metrics, *table_, allow_),
+      errors_(kj::heap<PlainErrors>(*table_)),
       http_(
           kjTimer, *table_,
-          [this](kj::AsyncIoStream& connection) { return serviceFor(connection); }, settings()),
+          [this](kj::AsyncIoStream& connection) { return serviceFor(connection); },
+          settings(*errors_)),
       connections_(*this) {}
 
 StatusServer::~StatusServer() noexcept(false) { context_.statusAcceptLoop = nullptr; }

@@ -33,6 +33,7 @@ class StatusServer final : private kj::TaskSet::ErrorHandler {
 
  private:
   class RefusingService;
+  class PlainErrors;
   static constexpr size_t kLoggedUids = 64;
   void serve(kj::AuthenticatedStream stream);
   // The service for a new connection: the routes, or 403 for a peer the allow-list refuses.
@@ -44,6 +45,7 @@ class StatusServer final : private kj::TaskSet::ErrorHandler {
   kj::HttpHeaderId allow_;
   kj::Own<kj::HttpHeaderTable> table_;
   StatusService service_;
+  kj::Own<kj::HttpServerErrorHandler> errors_;  // before http_, which refers to it
   kj::HttpServer http_;
   size_t open_ = 0;
   uint64_t nextConnection_ = 1;

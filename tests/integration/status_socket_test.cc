@@ -227,6 +227,22 @@ TEST_F(StatusSocketTest, UnknownPathsAre404OtherMethods405AndBadQueries400) {
   EXPECT_EQ(get("/healthz").code, 200) << "still serving";
 }
 
+// A malformed request (two Content-Length headers) was answered 500 with KJ's exception: a source
+// path and code addresses (issue 24). Now a plain 400; the details go to the sidecar's log.
+TEST_F(StatusSocketTest, AMalformedRequestIsRefusedWithoutTheSidecarsInternals) {
+  auto a = httpExchange(path(),
+                        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+                        "Content-Length: 2\r\n\r\nab",
+                        milliseconds(5000));
+  ASSERT_TRUE(a) << "no answer";
+  EXPECT_EQ(a->code, 400) << a->head << a->body;
+  for (const char* internal : {"stack", "c++", "kj/", "exception"}) {
+    EXPECT_EQ(a->body.find(internal), std::string::npos) << internal << " in: " << a->body;
+  }
+  EXPECT_EQ(get("/healthz").code, 200);
+  EXPECT_NE(cluster.sidecar(0).log().find("status socket: a request failed"), std::string::npos);
+}
+
 TEST_F(StatusSocketTest, ListingsAreCappedAndSaySo) {
   auto client = cluster.connect(0);
   std::vector<std::unique_ptr<Lease>> leases;
