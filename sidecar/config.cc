@@ -81,8 +81,9 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          sidecar binds it (--socket /tmp/fk.sock: /tmp/fk.sock.d/fk.sock.status;
                          --socket /run/fk/fk.sock: /run/fk/fk.sock.status); a PATH given
                          follows the lease socket's directory rules; `none` serves none
-  --status-listen ADDR:PORT  serve the status routes on TCP too, e.g. 0.0.0.0:9464 for
-                         Prometheus (default off; IPv6 as [::1]:9464)
+  --status-listen ADDR:PORT  serve /healthz, /readyz and /metrics on TCP too, e.g.
+                         0.0.0.0:9464 for Prometheus (default off; IPv6 as [::1]:9464);
+                         /status stays on the status socket, where peers are checked
   --lease-table PATH     the shared-memory lease table clients read to check a lease
                          without a call (docs/protocol.md): default NAME.leases beside
                          the lease socket, in the directory the sidecar owns; `none`

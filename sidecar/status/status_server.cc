@@ -52,6 +52,37 @@ class StatusServer::RefusingService final : public kj::HttpService {
   std::string why_;
 };
 
+// What --status-listen serves: health, readiness and metrics, for probes and Prometheus. Anyone
+// who can reach the port gets them, with no credentials to check, so /status (lock names,
+// owners, tokens, pids, uids, the session and the ZooKeeper servers) stays on the status socket,
+// whose peers the allow-list vets (issue 24).
+class StatusServer::TcpService final : public kj::HttpService {
+ public:
+  TcpService(kj::HttpService& routes, kj::HttpHeaderTable& table, Metrics& metrics)
+      : routes_(routes), table_(table), metrics_(metrics) {}
+  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
+                            const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                            Response& response) override {
+    auto bare = kj::heapString(url.slice(0, url.findFirst('?').orDefault(url.size())));
+    if (bare == "/healthz" || bare == "/readyz" || bare == "/metrics") {
+      return routes_.request(method, url, headers, body, response);
+    }
+    metrics_.statusRequest("other", 403);
+    kj::HttpHeaders out(table_);
+    out.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
+    auto text = kj::str("--status-listen serves /healthz, /readyz and /metrics; ", bare,
+                        " is on the status socket only\n");
+    auto stream = response.send(403, "Forbidden", out, text.size());
+    auto& w = *stream;
+    return w.write(text.begin(), text.size()).attach(kj::mv(stream), kj::mv(text));
+  }
+
+ private:
+  kj::HttpService& routes_;
+  kj::HttpHeaderTable& table_;
+  Metrics& metrics_;
+};
+
 // Error answers that say what was wrong with the request and nothing of the sidecar: KJ's own
 // put the exception in the page, with source paths and code addresses (issue 24). The
 // exception goes to the log instead.
@@ -128,7 +159,7 @@ kj::Own<kj::HttpService> StatusServer::serviceFor(kj::AsyncIoStream& connection)
     socklen_t length = sizeof address;
     if (getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
         address.ss_family != AF_UNIX) {
-      return allowed;  // TCP (--status-listen): no credentials to check
+      return kj::heap<TcpService>(service_, *table_, metrics_);  // no credentials to check
     }
   }
   rpc::Peer peer = rpc::readPeer(nextConnection_++, connection);

@@ -33,6 +33,7 @@ class StatusServer final : private kj::TaskSet::ErrorHandler {
 
  private:
   class RefusingService;
+  class TcpService;
   class PlainErrors;
   static constexpr size_t kLoggedUids = 64;
   void serve(kj::AuthenticatedStream stream);

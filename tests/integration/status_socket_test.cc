@@ -403,7 +403,9 @@ TEST(StatusSocketAccess, PeersTheAllowListRefusesGet403AndNoneServesNone) {
   EXPECT_NE(cluster.sidecar(quiet).log().find("status socket=none"), std::string::npos);
 }
 
-TEST(StatusSocketTcp, StatusListenServesTheSameRoutesOnTcp) {
+// /status tells lock names, owners, tokens, pids, uids, the session and the ZooKeeper servers:
+// --status-listen, where no credentials can be checked, serves health and metrics only (issue 24).
+TEST(StatusSocketTcp, StatusListenServesHealthAndMetricsOnlyAndStatusStaysOnTheSocket) {
   int port = devzk::freeLoopbackPort();
   SidecarCluster cluster;
   SidecarOptions options;
@@ -421,10 +423,17 @@ TEST(StatusSocketTcp, StatusListenServesTheSameRoutesOnTcp) {
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->code, 200);
   EXPECT_NE(metrics->body.find("fencekeeper_zk_session_vouched 1"), std::string::npos);
-  auto status = get("/status");
-  ASSERT_TRUE(status);
-  EXPECT_EQ(decode(status->body)->status.getZkState(), "connected");
+  EXPECT_EQ(get("/healthz")->code, 200);
+  for (const char* hidden : {"/status", "/status?limit=1", "/anything"}) {
+    auto refused = get(hidden);
+    ASSERT_TRUE(refused) << hidden;
+    EXPECT_EQ(refused->code, 403) << hidden;
+    EXPECT_EQ(refused->body.find("connected"), std::string::npos) << refused->body;
+  }
   EXPECT_EQ(httpGet(cluster.statusSocket(0), "/healthz")->code, 200) << "and on the Unix socket";
+  auto status = httpGet(cluster.statusSocket(0), "/status");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(decode(status->body)->status.getZkState(), "connected") << "/status on the socket";
 }
 
 TEST(StatusSocketMetrics, LockLabelsOnlyWhenAsked) {
