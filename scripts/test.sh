@@ -75,9 +75,11 @@ in_dir() { (cd "$1" && shift && "$@"); }
 tsan_tests="LeaseTest|LeaseTableStress|LeaseTableOrderTest|CAbiTest|AcquireAsyncTest|ReconnectTest|HolderWatchTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
 tsan_targets="fk_unit_tests fk_lease_table_test fk_lease_test fk_c_abi_test fk_acquire_async_test fk_reconnect_test fk_holder_watch_test fk_fault_session_test fk_fault_waiter_test fk_engine_fault_test fk_client_clock_test fk_zk_conformance_test"
 # Line tables only (-g1): reports keep file:line without full debug info's compile time; the
-# sanitizer trees at -Og (CMakeLists.txt, FK_OPT_LEVEL).
+# ASan tree at -Og (CMakeLists.txt, FK_OPT_LEVEL).
 asan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=address,undefined -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL=g"
-tsan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=thread -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL=g"
+# TSan keeps -O2: at -Og its instrumented code is slower still, and CAbiTest.CallsFromManyThreads
+# (calls from 8 threads on a lease) failed once there, where years of -O2 runs had passed.
+tsan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=thread -DFK_DEBUG_LEVEL=1"
 
 if [ "${FK_SANITIZERS:-0}" != 1 ]; then
   stage "install packages (scripts/setup.sh)" bash "$here/scripts/setup.sh"
