@@ -234,40 +234,37 @@ TEST_F(LeaseTest, AmbiguousCreateOfAnAbandonedRequestLeavesNoOrphan) {
       << "only the new holder's node is left";
 }
 
-TEST_F(LeaseTest, SigtermReleasesEveryLeaseTellsHoldersAndRemovesTheSocket) {
-  cluster.startSidecar();
+// Holds `lock`, sends the sidecar `sig`: it must tell the holder, delete the node, remove its
+// socket and exit 0, and log the signal by name.
+void expectShutdownBySignal(SidecarCluster& cluster, int sig, const std::string& lock) {
   auto client = cluster.connect(0);
   ZkInspector zk(cluster.zk().connectString());
   std::atomic<int> lostReason{-1};
   auto options = waitFor(milliseconds(0));
   options.onLost = [&](uint64_t, LossReason r) { lostReason = static_cast<int>(r); };
-  auto lease = client->acquire("shutdown", options);
+  auto lease = client->acquire(lock, options);
   ASSERT_TRUE(lease);
-  EXPECT_EQ(cluster.sidecar(0).stop(milliseconds(8000)), 0);
+  cluster.sidecar(0).signal(sig);
+  EXPECT_EQ(cluster.sidecar(0).wait(milliseconds(8000)), 0);
   EXPECT_EQ(lostReason.load(), static_cast<int>(LossReason::kSidecarShutdown));
   EXPECT_TRUE(lease->lost());
-  EXPECT_TRUE(zk.children("/fencekeeper/locks/shutdown").empty());
+  EXPECT_TRUE(zk.children("/fencekeeper/locks/" + lock).empty());
   EXPECT_FALSE(std::filesystem::exists(cluster.socket(0)));
+  std::string logged =
+      "signal " + std::to_string(sig) + " (" + sigabbrev_np(sig) + "): shutting down";
+  EXPECT_NE(cluster.sidecar(0).log().find(logged), std::string::npos) << cluster.sidecar(0).log();
+}
+
+TEST_F(LeaseTest, SigtermReleasesEveryLeaseTellsHoldersAndRemovesTheSocket) {
+  cluster.startSidecar();
+  expectShutdownBySignal(cluster, SIGTERM, "shutdown");
 }
 
 // SIGHUP's default action killed the sidecar with no log, its nodes left until the session expired
 // (issue 24): it shuts down as SIGTERM does, and says so.
 TEST_F(LeaseTest, SighupShutsDownAsSigtermDoesAndIsLogged) {
   cluster.startSidecar();
-  auto client = cluster.connect(0);
-  ZkInspector zk(cluster.zk().connectString());
-  std::atomic<int> lostReason{-1};
-  auto options = waitFor(milliseconds(0));
-  options.onLost = [&](uint64_t, LossReason r) { lostReason = static_cast<int>(r); };
-  auto lease = client->acquire("hangup", options);
-  ASSERT_TRUE(lease);
-  cluster.sidecar(0).signal(SIGHUP);
-  EXPECT_EQ(cluster.sidecar(0).wait(milliseconds(8000)), 0);
-  EXPECT_EQ(lostReason.load(), static_cast<int>(LossReason::kSidecarShutdown));
-  EXPECT_TRUE(zk.children("/fencekeeper/locks/hangup").empty());
-  EXPECT_FALSE(std::filesystem::exists(cluster.socket(0)));
-  EXPECT_NE(cluster.sidecar(0).log().find("signal 1 (HUP): shutting down"), std::string::npos)
-      << cluster.sidecar(0).log();
+  expectShutdownBySignal(cluster, SIGHUP, "hangup");
 }
 
 TEST_F(LeaseTest, StaleSocketIsReplacedAndALiveOneRefused) {
