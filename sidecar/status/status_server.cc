@@ -28,6 +28,17 @@ kj::Own<kj::HttpHeaderTable> buildTable(kj::HttpHeaderId& allow) {
   return builder.build();
 }
 
+// A plain-text answer of the server's own (403s and error pages; the routes answer through
+// StatusService::reply).
+kj::Promise<void> sendText(kj::HttpService::Response& response, kj::HttpHeaderTable& table,
+                           unsigned code, kj::StringPtr status, kj::String body) {
+  kj::HttpHeaders headers(table);
+  headers.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
+  auto stream = response.send(code, status, headers, body.size());
+  auto& out = *stream;
+  return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
+}
+
 }  // namespace
 
 // Answers every request of a refused peer with 403 and why.
@@ -38,12 +49,7 @@ class StatusServer::RefusingService final : public kj::HttpService {
   kj::Promise<void> request(kj::HttpMethod, kj::StringPtr, const kj::HttpHeaders&,
                             kj::AsyncInputStream&, Response& response) override {
     metrics_.statusRequest("other", 403);
-    kj::HttpHeaders headers(table_);
-    headers.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
-    auto body = kj::str(why_.c_str(), "\n");
-    auto stream = response.send(403, "Forbidden", headers, body.size());
-    auto& out = *stream;
-    return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
+    return sendText(response, table_, 403, "Forbidden", kj::str(why_.c_str(), "\n"));
   }
 
  private:
@@ -68,13 +74,9 @@ class StatusServer::TcpService final : public kj::HttpService {
       return routes_.request(method, url, headers, body, response);
     }
     metrics_.statusRequest("other", 403);
-    kj::HttpHeaders out(table_);
-    out.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
-    auto text = kj::str("--status-listen serves /healthz, /readyz and /metrics; ", bare,
-                        " is on the status socket only\n");
-    auto stream = response.send(403, "Forbidden", out, text.size());
-    auto& w = *stream;
-    return w.write(text.begin(), text.size()).attach(kj::mv(stream), kj::mv(text));
+    return sendText(response, table_, 403, "Forbidden",
+                    kj::str("--status-listen serves /healthz, /readyz and /metrics; ", bare,
+                            " is on the status socket only\n"));
   }
 
  private:
@@ -93,29 +95,21 @@ class StatusServer::PlainErrors final : public kj::HttpServerErrorHandler {
                                               kj::HttpService::Response& response) override {
     // KJ's fixed text for a request it cannot parse ("Request headers have no terminal
     // newline." and the like): about the request only.
-    return send(response, error.statusCode, error.statusMessage,
-                kj::str("bad request: ", error.description, "\n"));
+    return sendText(response, table_, error.statusCode, error.statusMessage,
+                    kj::str("bad request: ", error.description, "\n"));
   }
   kj::Promise<void> handleApplicationError(kj::Exception exception,
                                            kj::Maybe<kj::HttpService::Response&> response) override {
     if (exception.getType() == kj::Exception::Type::DISCONNECTED) return kj::READY_NOW;
     spdlog::warn("status socket: a request failed: {}", exception.getDescription().cStr());
     KJ_IF_MAYBE(r, response) {
-      return send(*r, 400, "Bad Request",
-                  kj::str("bad request: the sidecar could not serve it (its log says why)\n"));
+      return sendText(*r, table_, 400, "Bad Request",
+                      kj::str("bad request: the sidecar could not serve it (its log says why)\n"));
     }
     return kj::READY_NOW;
   }
 
  private:
-  kj::Promise<void> send(kj::HttpService::Response& response, uint code, kj::StringPtr status,
-                         kj::String body) {
-    kj::HttpHeaders headers(table_);
-    headers.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; charset=utf-8");
-    auto stream = response.send(code, status, headers, body.size());
-    auto& out = *stream;
-    return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
-  }
   kj::HttpHeaderTable& table_;
 };
 
