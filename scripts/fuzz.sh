@@ -6,7 +6,7 @@
 # oracle failure fails the run; the input that caused it is kept as
 # build-fuzz/crashes/<target>-<kind>-<sha1> and its path printed. docs/security.md, "Fuzzing".
 #   FK_FUZZ_TARGETS="rpc_calls" FK_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=2 -workers=2
-# Extra arguments go to every libFuzzer run. FK_FUZZ_BUILD_ONLY=1: build, run nothing.
+# Extra arguments go to every libFuzzer run.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$here/scripts/setup.sh"
@@ -17,7 +17,6 @@ CC=clang CXX=clang++ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebI
   -DFK_SANITIZE=address,undefined -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL=1 -DBUILD_TESTING=OFF \
   -DFK_WERROR="${FK_WERROR:-OFF}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
-[ "${FK_FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0  # scripts/test.sh builds it beside other stages
 mkdir -p "$build/crashes"
 failed=0
 for t in "${targets[@]}"; do

@@ -14,11 +14,11 @@
 #   FK_E2E_KEEP=1: leave the pods running for a look.
 #   FK_E2E_REUSE_IMAGES=1: use the images built by an earlier run (a quicker loop on the checks).
 # --prepare makes only what needs no build of the sources (base images, the ZooKeeper image, the
-# Dockerfile's deps stage: downloads, mostly), --images only the images; scripts/test.sh runs
-# both beside its other stages, and a later full run finds their layers cached.
+# Dockerfile's deps stage: downloads, mostly); scripts/test.sh runs it beside its compiles, and
+# the full run later finds those layers cached.
 set -euo pipefail
 mode="${1:-}"
-case "$mode" in ""|--prepare|--images) ;; *) echo "usage: pods.sh [--prepare|--images]" >&2; exit 2 ;; esac
+case "$mode" in ""|--prepare) ;; *) echo "usage: pods.sh [--prepare]" >&2; exit 2 ;; esac
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 [ "$(id -u)" = 0 ] || { echo "pods.sh: needs root (podman kube play, tmpfs mounts)" >&2; exit 2; }
 bash "$here/scripts/setup.sh" --e2e
@@ -124,7 +124,6 @@ else
   podman_build "the Dockerfile builds $image" image -t "$image" -f "$here/Dockerfile" "$here"
 fi
 podman_build "the test's app image builds" app -t "$app_image" "$here/tests/e2e/app"
-if [ "$mode" = --images ]; then echo "pods.sh --images: $passed passed, $failed failed"; exit 0; fi
 
 size_of() { podman image inspect --format '{{.Size}}' "$1"; }
 image_mb=$(( $(size_of "$image") / 1000000 )) base_mb=$(( $(size_of debian:12-slim) / 1000000 ))
