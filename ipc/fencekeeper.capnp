@@ -38,9 +38,11 @@ interface LeaseWatcher {
 
 interface Lease {
   # A granted lease. Dropping this capability (or closing the connection) releases it.
-  renew @0 (ttlMs :UInt32) -> (error :Error, validMs :UInt32, detail :Text);
-  # Extends the lease to ttlMs from now (0: the TTL it was acquired with).
-  token @1 () -> (error :Error, token :UInt64, validMs :UInt32, detail :Text);
+  renew @0 (ttlMs :UInt32) -> (error :Error, validMs :UInt32, detail :Text, lossReason :LossReason);
+  # Extends the lease to ttlMs from now (0: the TTL it was acquired with). lossReason says why
+  # when error is expired or lost, so a loss reads the same whichever of this answer and
+  # LeaseWatcher.lost the client runs first.
+  token @1 () -> (error :Error, token :UInt64, validMs :UInt32, detail :Text, lossReason :LossReason);
   release @2 () -> (error :Error, confirmed :Bool, detail :Text);
   # Ends the lease at once and deletes its node. Answers once ZooKeeper confirmed the delete
   # (confirmed = true) or after about 100 ms (false: the delete is queued in the sidecar, sent again

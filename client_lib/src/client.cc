@@ -49,6 +49,15 @@ constexpr Millis kReconnectMaxDelay{1'000};
 ErrorCode fromIpc(ipc::Error e) { return static_cast<ErrorCode>(static_cast<uint16_t>(e)); }
 LossReason fromIpc(ipc::LossReason r) { return static_cast<LossReason>(static_cast<uint16_t>(r)); }
 
+// A renew or token answer that says the lease is gone for good.
+bool endsLease(ipc::Error e) { return e == ipc::Error::EXPIRED || e == ipc::Error::LOST; }
+
+// The loss a failed renew or token answer reports. The answer carries the sidecar's reason, so the
+// loss reads the same whether this answer or LeaseWatcher.lost runs first on the client.
+LossReason lossOf(ipc::Error e, ipc::LossReason reason) {
+  return endsLease(e) ? fromIpc(reason) : LossReason::kRenewFailed;
+}
+
 Status error(ErrorCode code, std::string message = {}) {
   if (message.empty()) message = errorCodeName(code);
   return Status{code, std::move(message)};
@@ -696,8 +705,7 @@ kj::Promise<void> ClientImpl::keepAliveLoop(uint64_t key) {
             [this, key, state,
              sentAt](capnp::Response<ipc::Lease::RenewResults> r) -> kj::Promise<void> {
               if (r.getError() != ipc::Error::OK) {
-                state->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
-                                                                    : LossReason::kRenewFailed);
+                state->markLost(lossOf(r.getError(), r.getLossReason()));
                 return kj::READY_NOW;
               }
               state->setValidity(sentAt, r.getValidMs());
@@ -740,10 +748,7 @@ Status ClientImpl::renew(LeaseState& state, Millis ttl) {
     return withDeadline(request.send().then(
         [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
           if (r.getError() != ipc::Error::OK) {
-            if (r.getError() == ipc::Error::EXPIRED || r.getError() == ipc::Error::LOST) {
-              s->markLost(r.getError() == ipc::Error::EXPIRED ? LossReason::kTtlExpired
-                                                              : LossReason::kRenewFailed);
-            }
+            if (endsLease(r.getError())) s->markLost(lossOf(r.getError(), r.getLossReason()));
             return failure(r);
           }
           s->setValidity(sentAt, r.getValidMs());
@@ -763,7 +768,10 @@ Status ClientImpl::check(LeaseState& state, Millis* validFor) {
     auto s = it->second.state;
     return withDeadline(it->second.cap.tokenRequest(ipc::sizeFor<ipc::Lease::TokenParams>()).send().then(
         [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
-          if (r.getError() != ipc::Error::OK) return failure(r);
+          if (r.getError() != ipc::Error::OK) {
+            if (endsLease(r.getError())) s->markLost(lossOf(r.getError(), r.getLossReason()));
+            return failure(r);
+          }
           s->setValidity(sentAt, r.getValidMs());
           if (validFor)
             *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());

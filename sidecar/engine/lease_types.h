@@ -73,6 +73,7 @@ struct Validity {
   uint64_t token = 0;
   Millis valid{0};
   std::string detail;  // for people, when error is not kOk
+  LossReason reason = LossReason::kTtlExpired;  // why, when error is kExpired or kLost
 };
 
 // An acquire's wait with no deadline (waitMs 4294967295): a campaign for leadership stands by as

@@ -816,7 +816,8 @@ Validity LockEngine::validity(const Request& r) const {
       }
       if (!guard_->safe()) {
         return {LeaseError::kLost, 0, Millis(0),
-                "the sidecar cannot vouch for its ZooKeeper session (session uncertain)"};
+                "the sidecar cannot vouch for its ZooKeeper session (session uncertain)",
+                LossReason::kSessionUncertain};
       }
       // Valid while now < min(leaseDeadline, safeUntil).
       return {
@@ -824,7 +825,7 @@ Validity LockEngine::validity(const Request& r) const {
     }
     case State::kLost:
       return {r.lossReason == LossReason::kTtlExpired ? LeaseError::kExpired : LeaseError::kLost, 0,
-              Millis(0), std::string("lost: ") + lossReasonName(r.lossReason)};
+              Millis(0), std::string("lost: ") + lossReasonName(r.lossReason), r.lossReason};
     case State::kReleased:
       return {LeaseError::kNotHeld, 0, Millis(0), "the lease was released"};
     default:
@@ -877,8 +878,7 @@ Validity LockEngine::renew(LeaseId id, Millis ttl) {
   Validity now = validity(*r);
   if (now.error != LeaseError::kOk && r->state == State::kHeld) {
     // The timers have not run yet, but the deadline or safeUntil has passed.
-    lose(*r, now.error == LeaseError::kExpired ? LossReason::kTtlExpired
-                                               : LossReason::kSessionUncertain);
+    lose(*r, now.reason);
   }
   if (now.error != LeaseError::kOk) {
     if (r->state == State::kLost) noteRenewFailed(*r, now.error);

@@ -81,6 +81,7 @@ class LeaseImpl final : public ipc::Lease::Server {
       results.setError(toIpc(v.error));
       results.setValidMs(clampMs(v.valid));
       results.setDetail(v.detail);
+      results.setLossReason(toIpc(v.reason));
       return kj::Promise<void>(kj::READY_NOW);
     });
   }
@@ -93,6 +94,7 @@ class LeaseImpl final : public ipc::Lease::Server {
       results.setToken(v.token);
       results.setValidMs(clampMs(v.valid));
       results.setDetail(v.detail);
+      results.setLossReason(toIpc(v.reason));
       return kj::Promise<void>(kj::READY_NOW);
     });
   }

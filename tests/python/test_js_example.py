@@ -57,6 +57,19 @@ class JsExampleTest(fk_harness.ClusterTestCase):
             with client.lock("js/example") as lease:
                 self.assertGreater(lease.token, int(acquired["token"]))
 
+    def test_the_committed_schema_code_is_the_schema_compiled_now(self):
+        # gen/fencekeeper.js is committed: a schema change must regenerate it (npm run gen).
+        ipc = EXAMPLE.parents[1] / "ipc"
+        with tempfile.TemporaryDirectory(prefix="fk-js-gen-") as work:
+            os.symlink(MODULES, Path(work) / "node_modules")  # the plugin resolves capnp-es here
+            os.mkdir(Path(work) / "gen")
+            subprocess.run(["capnp", "compile", "-I/usr/include",
+                            "-o", "./node_modules/.bin/capnpc-js:gen", "--src-prefix=%s" % ipc,
+                            str(ipc / "fencekeeper.capnp")],
+                           cwd=work, check=True, capture_output=True, timeout=120)
+            fresh = (Path(work) / "gen" / "fencekeeper.js").read_text()
+        self.assertEqual(fresh, (EXAMPLE / "gen" / "fencekeeper.js").read_text(),
+                         "examples/js/gen/fencekeeper.js is stale: cd examples/js && npm run gen")
 
 if __name__ == "__main__":
     unittest.main()

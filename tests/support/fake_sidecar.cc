@@ -12,8 +12,10 @@
 namespace fencekeeper::testing {
 
 std::unique_ptr<ChildProcess> startFakeSidecar(const std::string& socket, const std::string& detail,
-                                               bool asImpostor, const std::string& logPath) {
+                                               bool asImpostor, const std::string& logPath,
+                                               bool grantThenLose) {
   std::vector<std::string> argv{fakeSidecarBinary(), socket, detail};
+  if (grantThenLose) argv.push_back("--grant-then-lose");
   if (asImpostor) {
     std::string uid = std::to_string(kImpostorUid);
     argv.insert(argv.begin(), {"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"});

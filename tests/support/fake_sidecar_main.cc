@@ -1,6 +1,8 @@
-// fk-fake-sidecar SOCKET DETAIL: a stand-in for the sidecar, bound at SOCKET exactly, that
-// answers acquire, holder and status with limitReached and DETAIL. The clients' tests use it to
-// see the detail surface and, run under another uid, as the impostor their server check refuses.
+// fk-fake-sidecar SOCKET DETAIL [--grant-then-lose]: a stand-in for the sidecar, bound at SOCKET
+// exactly, that answers acquire, holder and status with limitReached and DETAIL. The clients' tests
+// use it to see the detail surface and, run under another uid, as the impostor their server check
+// refuses. With --grant-then-lose, acquire grants a lease whose renew and token answer `lost`
+// (session uncertain) with no LeaseWatcher.lost call: a sidecar's answer that overtook its call.
 // Prints "ready" once it listens; serves until killed.
 #include <capnp/rpc-twoparty.h>
 #include <kj/async-io.h>
@@ -13,11 +15,37 @@
 
 namespace {
 
-class FakeSidecar final : public fencekeeper::ipc::Sidecar::Server {
- public:
-  explicit FakeSidecar(std::string detail) : detail_(std::move(detail)) {}
+namespace ipc = fencekeeper::ipc;
 
-  kj::Promise<void> acquire(AcquireContext context) override { return refuse(context); }
+class LostLease final : public ipc::Lease::Server {
+ public:
+  kj::Promise<void> renew(RenewContext context) override { return lost(context); }
+  kj::Promise<void> token(TokenContext context) override { return lost(context); }
+
+ private:
+  template <typename Context>
+  kj::Promise<void> lost(Context& context) {
+    auto results = context.getResults();
+    results.setError(ipc::Error::LOST);
+    results.setLossReason(ipc::LossReason::SESSION_UNCERTAIN);
+    results.setDetail("lost: session uncertain");
+    return kj::READY_NOW;
+  }
+};
+
+class FakeSidecar final : public ipc::Sidecar::Server {
+ public:
+  FakeSidecar(std::string detail, bool grant) : detail_(std::move(detail)), grant_(grant) {}
+
+  kj::Promise<void> acquire(AcquireContext context) override {
+    if (!grant_) return refuse(context);
+    auto results = context.getResults();
+    results.setError(ipc::Error::OK);
+    results.setLease(kj::heap<LostLease>());
+    results.setToken(7);
+    results.setValidMs(300);
+    return kj::READY_NOW;
+  }
   kj::Promise<void> holder(HolderContext context) override { return refuse(context); }
   kj::Promise<void> status(StatusContext context) override { return refuse(context); }
 
@@ -25,18 +53,20 @@ class FakeSidecar final : public fencekeeper::ipc::Sidecar::Server {
   template <typename Context>
   kj::Promise<void> refuse(Context& context) {
     auto results = context.getResults();
-    results.setError(fencekeeper::ipc::Error::LIMIT_REACHED);
+    results.setError(ipc::Error::LIMIT_REACHED);
     results.setDetail(detail_);
     return kj::READY_NOW;
   }
   std::string detail_;
+  const bool grant_;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: fk-fake-sidecar SOCKET DETAIL\n");
+  bool grant = argc == 4 && std::string(argv[3]) == "--grant-then-lose";
+  if (argc != 3 && !grant) {
+    std::fprintf(stderr, "usage: fk-fake-sidecar SOCKET DETAIL [--grant-then-lose]\n");
     return 64;
   }
   unlink(argv[1]);
@@ -45,7 +75,7 @@ int main(int argc, char** argv) {
                       .parseAddress(kj::str("unix:", argv[1]))
                       .wait(io.waitScope)
                       ->listen();
-  capnp::TwoPartyServer server(kj::heap<FakeSidecar>(argv[2]));
+  capnp::TwoPartyServer server(kj::heap<FakeSidecar>(argv[2], grant));
   auto serving = server.listen(*listener);
   std::printf("ready\n");
   std::fflush(stdout);

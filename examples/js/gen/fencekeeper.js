@@ -221,6 +221,12 @@ export class Lease_Renew$Results extends $.Struct {
   set detail(value) {
     $.utils.setText(0, value, this);
   }
+  get lossReason() {
+    return $.utils.getUint16(2, this);
+  }
+  set lossReason(value) {
+    $.utils.setUint16(2, value, this);
+  }
   toString() { return "Lease_Renew$Results_" + super.toString(); }
 }
 export class Lease_Renew$Results$Promise {
@@ -269,6 +275,12 @@ export class Lease_Token$Results extends $.Struct {
   }
   set detail(value) {
     $.utils.setText(0, value, this);
+  }
+  get lossReason() {
+    return $.utils.getUint16(2, this);
+  }
+  set lossReason(value) {
+    $.utils.setUint16(2, value, this);
   }
   toString() { return "Lease_Token$Results_" + super.toString(); }
 }
@@ -357,7 +369,9 @@ export class Lease$Client {
     }
   ];
   /**
-* Extends the lease to ttlMs from now (0: the TTL it was acquired with).
+* Extends the lease to ttlMs from now (0: the TTL it was acquired with). lossReason says why
+* when error is expired or lost, so a loss reads the same whichever of this answer and
+* LeaseWatcher.lost the client runs first.
 *
 */
   renew(paramsFunc) {
@@ -511,6 +525,203 @@ export class HolderInfo extends $.Struct {
     $.utils.setText(1, value, this);
   }
   toString() { return "HolderInfo_" + super.toString(); }
+}
+export const HolderState = {
+  /**
+* `info` names the holder
+*
+*/
+  HELD: 0,
+  /**
+* nobody holds the lock
+*
+*/
+  FREE: 1,
+  /**
+* this sidecar cannot vouch for its session (or read the lock): `detail`
+*
+*/
+  UNKNOWN: 2
+};
+export class HolderChange extends $.Struct {
+  static _capnp = {
+    displayName: "HolderChange",
+    id: "ff0168ac15af84cc",
+    size: new $.ObjectSize(8, 2),
+  };
+  get state() {
+    return $.utils.getUint16(0, this);
+  }
+  set state(value) {
+    $.utils.setUint16(0, value, this);
+  }
+  _adoptInfo(value) {
+    $.utils.adopt(value, $.utils.getPointer(0, this));
+  }
+  _disownInfo() {
+    return $.utils.disown(this.info);
+  }
+  /**
+* held: token, ownerLabel, sinceUnixMs of the holder
+*
+*/
+  get info() {
+    return $.utils.getStruct(0, HolderInfo, this);
+  }
+  _hasInfo() {
+    return !$.utils.isNull($.utils.getPointer(0, this));
+  }
+  _initInfo() {
+    return $.utils.initStructAt(0, HolderInfo, this);
+  }
+  set info(value) {
+    $.utils.copyFrom(value, $.utils.getPointer(0, this));
+  }
+  /**
+* unknown: why
+*
+*/
+  get detail() {
+    return $.utils.getText(1, this);
+  }
+  set detail(value) {
+    $.utils.setText(1, value, this);
+  }
+  toString() { return "HolderChange_" + super.toString(); }
+}
+export class HolderWatcher_Changed$Params extends $.Struct {
+  static _capnp = {
+    displayName: "changed$Params",
+    id: "df97eb8a34f96dc2",
+    size: new $.ObjectSize(0, 1),
+  };
+  _adoptChange(value) {
+    $.utils.adopt(value, $.utils.getPointer(0, this));
+  }
+  _disownChange() {
+    return $.utils.disown(this.change);
+  }
+  get change() {
+    return $.utils.getStruct(0, HolderChange, this);
+  }
+  _hasChange() {
+    return !$.utils.isNull($.utils.getPointer(0, this));
+  }
+  _initChange() {
+    return $.utils.initStructAt(0, HolderChange, this);
+  }
+  set change(value) {
+    $.utils.copyFrom(value, $.utils.getPointer(0, this));
+  }
+  toString() { return "HolderWatcher_Changed$Params_" + super.toString(); }
+}
+export class HolderWatcher_Changed$Results extends $.Struct {
+  static _capnp = {
+    displayName: "changed$Results",
+    id: "b231ce0a3fca1151",
+    size: new $.ObjectSize(0, 0),
+  };
+  toString() { return "HolderWatcher_Changed$Results_" + super.toString(); }
+}
+export class HolderWatcher_Changed$Results$Promise {
+  pipeline;
+  constructor(pipeline) {
+    this.pipeline = pipeline;
+  }
+  async promise() {
+    return await this.pipeline.struct();
+  }
+}
+export class HolderWatcher$Client {
+  client;
+  static interfaceId = 0x89fc88e72253ca5bn;
+  constructor(client) {
+    this.client = client;
+  }
+  static methods = [
+    {
+      ParamsClass: HolderWatcher_Changed$Params,
+      ResultsClass: HolderWatcher_Changed$Results,
+      interfaceId: HolderWatcher$Client.interfaceId,
+      methodId: 0,
+      interfaceName: "fencekeeper.capnp:HolderWatcher",
+      methodName: "changed"
+    }
+  ];
+  changed(paramsFunc) {
+    const answer = this.client.call({
+      method: HolderWatcher$Client.methods[0],
+      paramsFunc: paramsFunc
+    });
+    const pipeline = new $.Pipeline(HolderWatcher_Changed$Results, answer);
+    return new HolderWatcher_Changed$Results$Promise(pipeline);
+  }
+}
+$.Registry.register(HolderWatcher$Client.interfaceId, HolderWatcher$Client);
+export class HolderWatcher$Server extends $.Server {
+  target;
+  constructor(target) {
+    super(target, [
+      {
+        ...HolderWatcher$Client.methods[0],
+        impl: target.changed
+      }
+    ]);
+    this.target = target;
+  }
+  client() {
+    return new HolderWatcher$Client(this);
+  }
+}
+/**
+* Implemented by the client; the sidecar calls it with the lock's holder at once, then on every
+* change. At most one call is out at a time: changes that happen meanwhile are coalesced to the
+* latest (a token is never lower than one told before). Hints for standbys and people, never a
+* fence: only the storage's token check is one.
+*
+*/
+export class HolderWatcher extends $.Interface {
+  static Client = HolderWatcher$Client;
+  static Server = HolderWatcher$Server;
+  static _capnp = {
+    displayName: "HolderWatcher",
+    id: "89fc88e72253ca5b",
+    size: new $.ObjectSize(0, 0),
+  };
+  toString() { return "HolderWatcher_" + super.toString(); }
+}
+export class HolderWatch$Client {
+  client;
+  static interfaceId = 0xbb609f41653bebafn;
+  constructor(client) {
+    this.client = client;
+  }
+  static methods = [];
+}
+$.Registry.register(HolderWatch$Client.interfaceId, HolderWatch$Client);
+export class HolderWatch$Server extends $.Server {
+  target;
+  constructor(target) {
+    super(target, []);
+    this.target = target;
+  }
+  client() {
+    return new HolderWatch$Client(this);
+  }
+}
+/**
+* Dropping this capability (or closing the connection) ends the watch.
+*
+*/
+export class HolderWatch extends $.Interface {
+  static Client = HolderWatch$Client;
+  static Server = HolderWatch$Server;
+  static _capnp = {
+    displayName: "HolderWatch",
+    id: "bb609f41653bebaf",
+    size: new $.ObjectSize(0, 0),
+  };
+  toString() { return "HolderWatch_" + super.toString(); }
 }
 export class LeaseSummary extends $.Struct {
   static _capnp = {
@@ -1461,6 +1672,64 @@ export class Sidecar_LeaseTable$Results$Promise {
     return await this.pipeline.struct();
   }
 }
+export class Sidecar_WatchHolder$Params extends $.Struct {
+  static _capnp = {
+    displayName: "watchHolder$Params",
+    id: "87426202736c36d2",
+    size: new $.ObjectSize(0, 2),
+  };
+  get name() {
+    return $.utils.getText(0, this);
+  }
+  set name(value) {
+    $.utils.setText(0, value, this);
+  }
+  get watcher() {
+    return new HolderWatcher$Client($.utils.getInterfaceClientOrNullAt(1, this));
+  }
+  set watcher(value) {
+    $.utils.setInterfacePointer(this.segment.message.addCap(value.client), $.utils.getPointer(1, this));
+  }
+  toString() { return "Sidecar_WatchHolder$Params_" + super.toString(); }
+}
+export class Sidecar_WatchHolder$Results extends $.Struct {
+  static _capnp = {
+    displayName: "watchHolder$Results",
+    id: "b984afc8d97efab6",
+    size: new $.ObjectSize(8, 2),
+  };
+  get error() {
+    return $.utils.getUint16(0, this);
+  }
+  set error(value) {
+    $.utils.setUint16(0, value, this);
+  }
+  get watch() {
+    return new HolderWatch$Client($.utils.getInterfaceClientOrNullAt(0, this));
+  }
+  set watch(value) {
+    $.utils.setInterfacePointer(this.segment.message.addCap(value.client), $.utils.getPointer(0, this));
+  }
+  get detail() {
+    return $.utils.getText(1, this);
+  }
+  set detail(value) {
+    $.utils.setText(1, value, this);
+  }
+  toString() { return "Sidecar_WatchHolder$Results_" + super.toString(); }
+}
+export class Sidecar_WatchHolder$Results$Promise {
+  pipeline;
+  constructor(pipeline) {
+    this.pipeline = pipeline;
+  }
+  getWatch() {
+    return new HolderWatch$Client(this.pipeline.getPipeline(HolderWatch, 0).client());
+  }
+  async promise() {
+    return await this.pipeline.struct();
+  }
+}
 export class Sidecar$Client {
   client;
   static interfaceId = 0x8976664848adf5fdn;
@@ -1499,11 +1768,21 @@ export class Sidecar$Client {
       methodId: 3,
       interfaceName: "fencekeeper.capnp:Sidecar",
       methodName: "leaseTable"
+    },
+    {
+      ParamsClass: Sidecar_WatchHolder$Params,
+      ResultsClass: Sidecar_WatchHolder$Results,
+      interfaceId: Sidecar$Client.interfaceId,
+      methodId: 4,
+      interfaceName: "fencekeeper.capnp:Sidecar",
+      methodName: "watchHolder"
     }
   ];
   /**
 * Queues for the lock `name` and answers when granted (error = ok, lease set) or when waitMs ran
-* out (timedOut). ttlMs = 0 takes the sidecar's default TTL; waitMs = 0 tries once.
+* out (timedOut). ttlMs = 0 takes the sidecar's default TTL; waitMs = 0 tries once;
+* waitMs = 4294967295 waits with no deadline (a campaign for leadership keeps its place in the
+* queue); other waits are at most one hour.
 * tableSlot/tableGeneration: the lease's slot in the shared-memory lease table (leaseTable());
 * tableGeneration 0 when it has none (no table, or the table is full).
 * Cancelling the call (or closing the connection) withdraws the request.
@@ -1548,6 +1827,20 @@ export class Sidecar$Client {
     const pipeline = new $.Pipeline(Sidecar_LeaseTable$Results, answer);
     return new Sidecar_LeaseTable$Results$Promise(pipeline);
   }
+  /**
+* Streams the holder of `name` to `watcher` until `watch` is dropped: one ZooKeeper watch per
+* lock in the sidecar, however many watch it. error limitReached past 1,000 watches open on one
+* connection.
+*
+*/
+  watchHolder(paramsFunc) {
+    const answer = this.client.call({
+      method: Sidecar$Client.methods[4],
+      paramsFunc: paramsFunc
+    });
+    const pipeline = new $.Pipeline(Sidecar_WatchHolder$Results, answer);
+    return new Sidecar_WatchHolder$Results$Promise(pipeline);
+  }
 }
 $.Registry.register(Sidecar$Client.interfaceId, Sidecar$Client);
 export class Sidecar$Server extends $.Server {
@@ -1569,6 +1862,10 @@ export class Sidecar$Server extends $.Server {
       {
         ...Sidecar$Client.methods[3],
         impl: target.leaseTable
+      },
+      {
+        ...Sidecar$Client.methods[4],
+        impl: target.watchHolder
       }
     ]);
     this.target = target;
