@@ -120,6 +120,9 @@ struct Limits {
   maxLeases @4 :UInt32;              # --max-leases (held + waiting, whole sidecar)
   maxQueuedReplyBytes @5 :UInt64;    # per connection: replies written but not read by the peer
   maxQueuedReplies @6 :UInt32;       # --max-queued-replies (per connection)
+  maxWatchesPerPeer @7 :UInt32;      # --max-watches-per-peer (holder watches of one uid)
+  maxWatches @8 :UInt32;             # --max-watches (holder watches, whole sidecar)
+  maxHolderReadsPerPeer @9 :UInt32;  # --max-holder-reads-per-peer (a second, per uid)
 }
 
 struct ConnectionSummary {
@@ -139,6 +142,7 @@ struct PeerSummary {
   connections @1 :UInt32;
   leases @2 :UInt32;
   waiting @3 :UInt32;
+  watches @4 :UInt32;        # holder watches open
 }
 
 struct Status {

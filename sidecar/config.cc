@@ -71,6 +71,10 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          read (default 1048576); above it the connection is closed
   --max-queued-replies N  replies to one connection its peer has not read (default
                          256; each holds 8 KiB or more); above it the connection is closed
+  --max-watches-per-peer N  holder watches one uid has open (default 1000)
+  --max-watches N        holder watches open on this sidecar (default 10000)
+  --max-holder-reads-per-peer N  ZooKeeper holder reads (holder(), holder watches) made
+                         for one uid a second (default 1000, at least 1); more wait their turn
   --allow-uid UID[,UID...]  only these uids may use the socket (repeatable; with
                          --allow-gid, a peer in either list is allowed); others get
                          permissionDenied and an audit line
@@ -182,6 +186,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxLeases,
     kMaxQueuedReplyBytes,
     kMaxQueuedReplies,
+    kMaxWatchesPerPeer,
+    kMaxWatches,
+    kMaxHolderReadsPerPeer,
     kAllowUid,
     kAllowGid,
     kStatusSocket,
@@ -214,6 +221,9 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-leases", required_argument, nullptr, kMaxLeases},
       {"max-queued-reply-bytes", required_argument, nullptr, kMaxQueuedReplyBytes},
       {"max-queued-replies", required_argument, nullptr, kMaxQueuedReplies},
+      {"max-watches-per-peer", required_argument, nullptr, kMaxWatchesPerPeer},
+      {"max-watches", required_argument, nullptr, kMaxWatches},
+      {"max-holder-reads-per-peer", required_argument, nullptr, kMaxHolderReadsPerPeer},
       {"allow-uid", required_argument, nullptr, kAllowUid},
       {"allow-gid", required_argument, nullptr, kAllowGid},
       {"status-socket", required_argument, nullptr, kStatusSocket},
@@ -344,6 +354,18 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMaxQueuedReplies:
         if (!count(c.limits.maxQueuedReplies, UINT32_MAX)) return badCount();
         break;
+      case kMaxWatchesPerPeer:
+        if (!count(c.limits.maxWatchesPerPeer, UINT32_MAX)) return badCount();
+        break;
+      case kMaxWatches:
+        if (!count(c.limits.maxWatches, UINT32_MAX)) return badCount();
+        break;
+      case kMaxHolderReadsPerPeer:
+        if (!count(c.limits.maxHolderReadsPerPeer, UINT32_MAX)) return badCount();
+        if (c.limits.maxHolderReadsPerPeer == 0) {
+          return bad("bad --max-holder-reads-per-peer '0': a rate, at least 1 a second");
+        }
+        break;
       case kAllowUid:
         if (!ids(c.allowUids)) return badCount();
         break;
@@ -432,6 +454,9 @@ std::string describeConfig(const SidecarConfig& c) {
   line("max-leases", c.limits.maxLeases);
   line("max-queued-reply-bytes", c.limits.maxQueuedReplyBytes);
   line("max-queued-replies", c.limits.maxQueuedReplies);
+  line("max-watches-per-peer", c.limits.maxWatchesPerPeer);
+  line("max-watches", c.limits.maxWatches);
+  line("max-holder-reads-per-peer", c.limits.maxHolderReadsPerPeer);
   line("allow-uid", idList(c.allowUids));
   line("allow-gid", idList(c.allowGids));
   line("log-level", c.logLevel);

@@ -19,6 +19,9 @@ struct LimitFlags {
   uint64_t maxLeases = 10'000;
   uint64_t maxQueuedReplyBytes = 1 << 20;
   uint64_t maxQueuedReplies = 256;
+  uint64_t maxWatchesPerPeer = 1'000;  // holder watches open, per peer uid
+  uint64_t maxWatches = 10'000;        // holder watches open on the sidecar
+  uint64_t maxHolderReadsPerPeer = 1'000;  // holder reads a second, per peer uid (not 0)
 };
 
 struct SidecarConfig {

@@ -93,6 +93,8 @@ rpc::ConnectionLimits connectionLimits(const LimitFlags& flags) {
   limits.maxQueuedReplies = clamp32(flags.maxQueuedReplies);
   // Capabilities of released leases cost memory until dropped: bounded, with room to spare.
   limits.maxLeaseCapabilities = clamp32(flags.maxLeasesPerPeer * 2);
+  limits.maxHolderWatchesPerPeer = clamp32(flags.maxWatchesPerPeer);
+  limits.maxHolderWatchesTotal = clamp32(flags.maxWatches);
   return limits;
 }
 
@@ -148,6 +150,7 @@ int run(const SidecarConfig& config) {
   engineConfig.maxLeases = config.limits.maxLeases;
   engineConfig.maxLeasesPerPeer = config.limits.maxLeasesPerPeer;
   engineConfig.maxWaitingPerPeer = config.limits.maxWaitingPerPeer;
+  engineConfig.holderReadsPerPeerPerSecond = clamp32(config.limits.maxHolderReadsPerPeer);
   engineConfig.instanceId = randomInstanceId();
   logging::EventLog eventLog;
   status::Metrics metrics(rpc::fencekeeperVersion(), config.metricsLockLabels);

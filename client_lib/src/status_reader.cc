@@ -32,13 +32,15 @@ void readStatus(ipc::Status::Reader s, SidecarStatus* out) {
   out->limits = {limits.getMaxConnections(),    limits.getMaxLeasesPerPeer(),
                  limits.getMaxWaitingPerPeer(), limits.getMaxCallsPerConnection(),
                  limits.getMaxLeases(),         limits.getMaxQueuedReplyBytes(),
-                 limits.getMaxQueuedReplies()};
+                 limits.getMaxQueuedReplies(),  limits.getMaxWatchesPerPeer(),
+                 limits.getMaxWatches(),        limits.getMaxHolderReadsPerPeer()};
   for (auto c : s.getConnectionList()) {
     out->connectionList.push_back({c.getId(), c.getPid(), c.getUid(), c.getGid(), c.getLeases(),
                                    c.getWaiting(), c.getCallsInFlight(), c.getQueuedReplyBytes()});
   }
   for (auto p : s.getPeers()) {
-    out->peers.push_back({p.getUid(), p.getConnections(), p.getLeases(), p.getWaiting()});
+    out->peers.push_back(
+        {p.getUid(), p.getConnections(), p.getLeases(), p.getWaiting(), p.getWatches()});
   }
   out->refusedTotal = s.getRefusedTotal();
   out->accepting = s.getAccepting();

@@ -163,7 +163,8 @@ LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, Engine
       observer_(observer ? *observer : noObserver_),
       config_(std::move(config)),
       guidPrefix_("fk" + config_.instanceId + "-"),
-      deletes_(zk_, timer_, config_.retryDelay, config_.maxPendingDeletes) {
+      deletes_(zk_, timer_, config_.retryDelay, config_.maxPendingDeletes),
+      holderReads_(timer_, config_.maxHolderReadsInFlight, config_.holderReadsPerPeerPerSecond) {
   guard_ = std::make_unique<SessionGuard>(
       zk_, timer_, config_.safetyMargin, config_.minGrantVouch, [this] { onUnsafe(); },
       [this] { onGrantable(); });
@@ -944,7 +945,10 @@ void LockEngine::onSessionState(zk::SessionState state) {
   } forward{*guard_, state};
   deletes_.onSessionState(state);
   if (state == zk::SessionState::kExpired) {
-    for (auto& [path, w] : holderWatches_) w.armed = false;  // gone with the session, silently
+    for (auto& [path, w] : holderWatches_) {
+      w.armed = false;  // its watches are gone with the session, silently
+      w.awaitingNode = false;
+    }
     for (auto& [id, r] : requests_) {
       if (r.state == State::kHeld) {
         lose(r, LossReason::kSessionLost);
@@ -1007,24 +1011,41 @@ void LockEngine::onGrantable() {
 
 // ---- queries ---------------------------------------------------------------------------------
 
-void LockEngine::holder(const std::string& name, HolderCallback done) {
+void LockEngine::holder(const std::string& name, HolderCallback done, uint32_t uid) {
   if (auto problem = lockNameProblem(name)) return done(LeaseError::kInvalidName, {}, *problem);
   std::string path = lockPath(name);
   auto [query, idle] = holderQueries_.try_emplace(path);
-  if (!idle) return query->second.next.push_back(std::move(done));
+  if (!idle) {
+    if (query->second.next.empty()) query->second.nextUid = uid;
+    return query->second.next.push_back(std::move(done));
+  }
   query->second.current.push_back(std::move(done));
+  query->second.uid = uid;
   queryHolder(path);
 }
 
 // One ZooKeeper round for every caller of holderQueries_[path].current.
 void LockEngine::queryHolder(const std::string& path) {
-  readHolder(path, nullptr, [this, path](const HolderRead& read) {
+  uint32_t uid = holderQueries_.at(path).uid;
+  readHolder(path, uid, nullptr, [this, path](const HolderRead& read) {
     answerHolder(path, read.error, read.info, read.detail);  // handed over: nobody, just now
   });
 }
 
-void LockEngine::readHolder(const std::string& path, zk::Client::WatchCallback onChange,
+void LockEngine::readHolder(const std::string& path, uint32_t uid,
+                            zk::Client::WatchCallback onChange,
                             std::function<void(const HolderRead&)> done) {
+  holderReads_.submit(uid, whileAlive([this, path, onChange = std::move(onChange),
+                                       done = std::move(done)](std::function<void()> finished) {
+    sendHolderRead(path, onChange, [finished, done](const HolderRead& read) {
+      finished();
+      done(read);
+    });
+  }));
+}
+
+void LockEngine::sendHolderRead(const std::string& path, zk::Client::WatchCallback onChange,
+                                std::function<void(const HolderRead&)> done) {
   auto failed = [](LeaseError error, std::string detail) {
     HolderRead read;
     read.error = error;
@@ -1105,6 +1126,7 @@ void LockEngine::answerHolder(const std::string& path, LeaseError error, const H
   } else {
     it->second.current = std::move(it->second.next);
     it->second.next.clear();
+    it->second.uid = it->second.nextUid;
     queryHolder(path);
   }
   // (A caller may ask again from its callback: it joins the next round.)

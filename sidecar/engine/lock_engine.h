@@ -22,6 +22,7 @@
 #include "sidecar/engine/foreign_nodes.h"
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/engine/peer_tally.h"
+#include "sidecar/engine/read_pacer.h"
 #include "sidecar/engine/session_guard.h"
 #include "sidecar/zk/zk_client.h"
 
@@ -54,6 +55,10 @@ struct EngineConfig {
   Millis releaseAnswerWait{100};
   // Unconfirmed node deletions kept for retry (see DeleteQueue); while full, acquires are refused.
   size_t maxPendingDeletes = 1'000;
+  // Holder reads (holder(), holder watches) out at once, and a second per uid (ReadPacer): the
+  // session's heartbeat never queues behind more than the first, whatever peers ask for.
+  uint32_t maxHolderReadsInFlight = 16;
+  uint32_t holderReadsPerPeerPerSecond = 1'000;
 };
 
 class LockEngine {
@@ -85,17 +90,19 @@ class LockEngine {
   // Who holds the lock `name`, from ZooKeeper. Concurrent queries of one lock share one
   // ZooKeeper round: a query asked while a round is out waits for the next one (at most one
   // round per lock at a time), so that its answer is never older than the question.
+  // `uid`: the peer whose reads-a-second budget the round counts against (ReadPacer).
   using HolderCallback = std::function<void(LeaseError, HolderInfo, std::string detail)>;
-  void holder(const std::string& name, HolderCallback done);
+  void holder(const std::string& name, HolderCallback done, uint32_t uid = 0);
   // Reports who holds `name` now and then every change, from one ZooKeeper children watch per
   // lock however many watch it. Changes may be coalesced; a token is never lower than one
   // reported before (the same holder may be reported again after kUnknown). kUnknown while the
   // session is not vouched for. `changed` runs on the loop, never from within this call.
-  // Returns 0 (and sets `error`) when `name` is invalid. A lock with no node yet gets its parent
-  // created (a container), as only an existing node can be watched.
+  // Returns 0 (and sets `error`) when `name` is invalid. Watching creates nothing: a lock with no
+  // node yet is watched for its creation. The lock's reads count against the budget of `uid`,
+  // the peer of its first watcher.
   using HolderChangeCallback = std::function<void(const HolderChange&)>;
   HolderWatchId watchHolder(const std::string& name, HolderChangeCallback changed,
-                            LeaseError& error);
+                            LeaseError& error, uint32_t uid = 0);
   void unwatchHolder(HolderWatchId id);
   // Counts everything; lists at most `maxListed` leases and as many waiters.
   EngineStatus status(size_t maxListed = SIZE_MAX) const;
@@ -196,8 +203,11 @@ class LockEngine {
     bool lockMissing = false;  // the lock's node does not exist
     bool handedOver = false;   // the lowest entry went between the listing and its read
   };
-  void readHolder(const std::string& path, zk::Client::WatchCallback onChange,
+  // Through the ReadPacer, for `uid`.
+  void readHolder(const std::string& path, uint32_t uid, zk::Client::WatchCallback onChange,
                   std::function<void(const HolderRead&)> done);
+  void sendHolderRead(const std::string& path, zk::Client::WatchCallback onChange,
+                      std::function<void(const HolderRead&)> done);
   void queryHolder(const std::string& path);
   std::vector<std::string> parentChain(const std::string& lockPath) const;
   // Holder watches (lock_engine_holders.cc).
@@ -205,7 +215,7 @@ class LockEngine {
   void refreshHolder(const std::string& path);
   void onHolderRead(const std::string& path, uint64_t generation, bool arming,
                     const HolderRead& read);
-  void makeLockNode(const std::string& path, uint64_t generation, size_t level, int restarts);
+  void awaitLockNode(const std::string& path, uint64_t generation);
   void holderUnreadable(const std::string& path, uint64_t generation, std::string why);
   void tellHolder(const std::string& path, HolderChange change);
   HolderChange holderUnknown() const;
@@ -261,15 +271,19 @@ class LockEngine {
   struct HolderQuery {
     std::vector<HolderCallback> current;
     std::vector<HolderCallback> next;
+    uint32_t uid = 0;      // the current round's first caller's peer
+    uint32_t nextUid = 0;  // the next round's
   };
   std::map<std::string, HolderQuery> holderQueries_;
   // Per watched lock path: its local watchers and its one ZooKeeper children watch.
   struct HolderWatch {
     uint64_t generation = 0;  // tells a stale ZooKeeper answer or watch from this one's
+    uint32_t uid = 0;         // its first watcher's peer: its reads count against that budget
     std::map<HolderWatchId, HolderChangeCallback> watchers;
     std::optional<HolderChange> told;  // what its watchers were told last
     uint64_t highestToken = 0;
     bool armed = false;    // its children watch is set in ZooKeeper
+    bool awaitingNode = false;  // the lock has no node: an exists watch waits for its creation
     bool reading = false;  // a read is out
     bool again = false;    // read again when it answers: something changed meanwhile
     uint64_t retryTimer = 0;
@@ -278,6 +292,7 @@ class LockEngine {
   std::map<HolderWatchId, std::string> holderWatchPaths_;
   uint64_t nextHolderWatch_ = 1;
   ForeignNodes foreign_;
+  ReadPacer holderReads_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

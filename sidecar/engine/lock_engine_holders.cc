@@ -1,5 +1,6 @@
 // Holder watches: per watched lock one ZooKeeper children watch, whose firing re-reads the queue
-// and tells every local watcher of that lock what changed.
+// and tells every local watcher of that lock what changed. A lock with no node is watched for its
+// creation (an exists watch): watching never creates a node, which nobody would delete.
 #include <spdlog/spdlog.h>
 
 #include "sidecar/engine/lock_engine.h"
@@ -8,10 +9,8 @@
 namespace fencekeeper::engine {
 
 namespace {
-// After a failed read or parent creation (refused, connection lost): read again this much later.
+// After a failed read (refused, connection lost): read again this much later.
 constexpr Millis kHolderRetry{1000};
-// Parents reaped while being created, in a row, before the watch says why it gives up for now.
-constexpr int kMaxLockNodeRestarts = 5;
 
 bool alreadyTold(const std::optional<HolderChange>& told, const HolderChange& next) {
   if (!told || told->state != next.state) return false;
@@ -20,7 +19,7 @@ bool alreadyTold(const std::optional<HolderChange>& told, const HolderChange& ne
 }  // namespace
 
 HolderWatchId LockEngine::watchHolder(const std::string& name, HolderChangeCallback changed,
-                                      LeaseError& error) {
+                                      LeaseError& error, uint32_t uid) {
   if (!isValidLockName(name)) {
     error = LeaseError::kInvalidName;
     return 0;
@@ -29,7 +28,10 @@ HolderWatchId LockEngine::watchHolder(const std::string& name, HolderChangeCallb
   std::string path = lockPath(name);
   HolderWatchId id = nextHolderWatch_++;
   auto [it, fresh] = holderWatches_.try_emplace(path);
-  if (fresh) it->second.generation = id;
+  if (fresh) {
+    it->second.generation = id;
+    it->second.uid = uid;
+  }
   it->second.watchers.emplace(id, std::move(changed));
   holderWatchPaths_.emplace(id, path);
   // On the next turn: a watcher is never called from within watchHolder().
@@ -85,7 +87,7 @@ void LockEngine::refreshHolder(const std::string& path) {
       refreshHolder(path);
     });
   }
-  readHolder(path, std::move(onChange),
+  readHolder(path, w.uid, std::move(onChange),
              [this, path, generation, arming](const HolderRead& read) {
                onHolderRead(path, generation, arming, read);
              });
@@ -105,7 +107,7 @@ void LockEngine::onHolderRead(const std::string& path, uint64_t generation, bool
   if (!guard_->safe()) return tellHolder(path, holderUnknown());  // lapsed while reading
   if (read.lockMissing) {
     tellHolder(path, HolderChange{HolderState::kFree, {}, {}});
-    return makeLockNode(path, generation, 0, 0);
+    return awaitLockNode(path, generation);
   }
   if (read.error != LeaseError::kOk) return holderUnreadable(path, generation, read.detail);
   if (!w.armed) return holderUnreadable(path, generation, "the lock's watch is not set");
@@ -113,30 +115,40 @@ void LockEngine::onHolderRead(const std::string& path, uint64_t generation, bool
                                 read.info, {}});
 }
 
-// Only an existing node can be watched: a lock nobody used yet gets its parent chain (as an
-// acquire would create it), then the watch.
-void LockEngine::makeLockNode(const std::string& path, uint64_t generation, size_t level,
-                              int restarts) {
-  std::vector<std::string> chain = parentChain(path);
-  if (level >= chain.size()) return refreshHolder(path);
-  bool persistent = level < 2 || config_.persistentParents;
-  zk_.create(chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
-             whileAlive([this, path, generation, level, restarts,
-                         node = chain[level]](const zk::CreateResult& res) {
-               auto it = holderWatches_.find(path);
-               if (it == holderWatches_.end() || it->second.generation != generation) return;
-               // Refused under a parent this identity may not write: the read tells if it exists.
-               if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists ||
-                   res.code == zk::Code::kNoAuth) {
-                 return makeLockNode(path, generation, level + 1, restarts);
-               }
-               if (res.code == zk::Code::kNoNode && restarts < kMaxLockNodeRestarts) {
-                 return makeLockNode(path, generation, 0, restarts + 1);  // a parent was reaped
-               }
-               holderUnreadable(path, generation,
-                                "cannot create the lock's node " + node + " to watch it: " +
-                                    zk::codeName(res.code));
-             }));
+// A lock nobody used yet (or whose container ZooKeeper reaped): one exists watch waits for its
+// node, then the children watch takes over. Paced like the reads.
+void LockEngine::awaitLockNode(const std::string& path, uint64_t generation) {
+  auto& w = holderWatches_.at(path);
+  if (w.awaitingNode) return;  // the exists watch set before has not fired: it still waits
+  w.awaitingNode = true;
+  auto current = [this, path, generation]() -> HolderWatch* {
+    auto it = holderWatches_.find(path);
+    return it == holderWatches_.end() || it->second.generation != generation ? nullptr
+                                                                             : &it->second;
+  };
+  holderReads_.submit(w.uid, whileAlive([this, path, generation,
+                                         current](std::function<void()> finished) {
+    if (!current()) return finished();
+    zk_.existsAndWatch(
+        path,
+        whileAlive([this, path, generation, current, finished](zk::Code code) {
+          finished();
+          HolderWatch* w = current();
+          if (!w) return;
+          if (code == zk::Code::kNoNode) return;  // the watch fires when the node comes
+          w->awaitingNode = false;  // created meanwhile: its exists watch will fire into nothing
+          if (code == zk::Code::kOk) return refreshHolder(path);
+          holderUnreadable(path, generation,
+                           std::string("cannot watch for the lock's node: ") +
+                               zk::codeName(code));
+        }),
+        whileAlive([this, path, current](zk::WatchEvent) {
+          HolderWatch* w = current();
+          if (!w || !w->awaitingNode) return;
+          w->awaitingNode = false;
+          refreshHolder(path);
+        }));
+  }));
 }
 
 // Says why the holder is unknown now, and reads again a little later.

@@ -26,6 +26,8 @@ struct ConnectionLimits {
   uint32_t maxQueuedReplies = 256;        // --max-queued-replies
   uint32_t maxLeaseCapabilities = 5'000;  // kept by one connection, released ones included
   uint32_t maxHolderWatches = 1'000;      // open on one connection
+  uint32_t maxHolderWatchesPerPeer = 1'000;  // --max-watches-per-peer (per uid)
+  uint32_t maxHolderWatchesTotal = 10'000;   // --max-watches (the whole sidecar)
 };
 
 struct Refusal {

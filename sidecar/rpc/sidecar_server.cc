@@ -170,18 +170,22 @@ class HolderPush : public std::enable_shared_from_this<HolderPush> {
 // One holder watch of a connection. Dropping it (client drop, connection close) ends the watch.
 class HolderWatchImpl final : public ipc::HolderWatch::Server {
  public:
-  HolderWatchImpl(engine::LockEngine& engine, engine::HolderWatchId id, Budget budget,
-                  std::shared_ptr<HolderPush> push)
-      : engine_(engine), id_(id), budget_(std::move(budget)), push_(std::move(push)) {
+  HolderWatchImpl(engine::LockEngine& engine, WatchBudget& watches, engine::HolderWatchId id,
+                  Budget budget, std::shared_ptr<HolderPush> push)
+      : engine_(engine), watches_(watches), id_(id), budget_(std::move(budget)),
+        push_(std::move(push)) {
     budget_->holderWatchCreated();
+    watches_.opened(budget_->peer().uid);
   }
   ~HolderWatchImpl() noexcept(false) {
     budget_->holderWatchDropped();
+    watches_.closed(budget_->peer().uid);
     engine_.unwatchHolder(id_);
   }
 
  private:
   engine::LockEngine& engine_;
+  WatchBudget& watches_;
   const engine::HolderWatchId id_;
   const Budget budget_;
   std::shared_ptr<HolderPush> push_;
@@ -301,7 +305,9 @@ class SidecarImpl final : public ipc::Sidecar::Server {
 
   void serveWatchHolder(WatchHolderContext& context) {
     auto results = context.getResults();
-    if (auto no = budget_->admitHolderWatch()) {
+    auto no = budget_->admitHolderWatch();
+    if (!no) no = ctx_.watches.admit(budget_->peer().uid);
+    if (no) {
       budget_->noteRefused(no->detail);
       results.setError(toIpc(no->error));
       results.setDetail(no->detail);
@@ -322,13 +328,14 @@ class SidecarImpl final : public ipc::Sidecar::Server {
         [weak](const engine::HolderChange& change) {
           if (auto p = weak.lock()) p->push(change);
         },
-        error);
+        error, budget_->peer().uid);
     if (error != engine::LeaseError::kOk) {
       results.setError(toIpc(error));
       results.setDetail(engine::lockNameProblem(name).value_or("invalid lock name"));
       return;
     }
-    results.setWatch(kj::heap<HolderWatchImpl>(ctx_.engine, id, budget_, kj::mv(push)));
+    results.setWatch(
+        kj::heap<HolderWatchImpl>(ctx_.engine, ctx_.watches, id, budget_, kj::mv(push)));
   }
 
   kj::Promise<void> serveHolder(HolderContext context) {
@@ -342,7 +349,8 @@ class SidecarImpl final : public ipc::Sidecar::Server {
                        [callback = kj::mv(answered.callback)](
                            engine::LeaseError e, engine::HolderInfo info, std::string detail) {
                          callback(Answer{e, std::move(info), std::move(detail)});
-                       });
+                       },
+                       budget_->peer().uid);
     return answered.promise.then([context](Answer answer) mutable {
       auto results = context.getResults();
       results.setError(toIpc(answer.error));

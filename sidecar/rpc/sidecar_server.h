@@ -16,6 +16,7 @@
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/rpc/accept_loop.h"
 #include "sidecar/rpc/connection_budget.h"
+#include "sidecar/rpc/watch_budget.h"
 #include "sidecar/rpc/peer.h"
 #include "sidecar/shm/lease_table_writer.h"
 #include "sidecar/zk/zk_client.h"
@@ -31,6 +32,7 @@ struct ServerContext {
   std::string root;
   TimePoint startedAt;
   ConnectionLimits limits{};
+  WatchBudget watches{limits};
   AllowList allow{};
   const AcceptLoop* acceptLoop = nullptr;        // set by the listener, for Status.accepting
   const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served

@@ -24,6 +24,9 @@ void fillLimits(const ServerContext& ctx, ipc::Limits::Builder out) {
   out.setMaxLeases(clamp32(engine.maxLeases));
   out.setMaxQueuedReplyBytes(ctx.limits.maxQueuedReplyBytes);
   out.setMaxQueuedReplies(ctx.limits.maxQueuedReplies);
+  out.setMaxWatchesPerPeer(ctx.limits.maxHolderWatchesPerPeer);
+  out.setMaxWatches(ctx.limits.maxHolderWatchesTotal);
+  out.setMaxHolderReadsPerPeer(engine.holderReadsPerPeerPerSecond);
 }
 
 void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
@@ -51,6 +54,7 @@ void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
     p.setConnections(connections);
     p.setLeases(counts.held);
     p.setWaiting(counts.waiting);
+    p.setWatches(ctx.watches.ofPeer(uid));
   }
 }
 

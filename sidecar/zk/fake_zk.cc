@@ -81,6 +81,16 @@ void FakeZkClient::getAndWatch(const std::string& path, GetCallback done, WatchC
   get(path, std::move(done));
 }
 
+void FakeZkClient::existsAndWatch(const std::string& path, CodeCallback done,
+                                  WatchCallback onChange) {
+  Code code = failure();
+  if (connected()) {
+    code = server_.exists(path) ? Code::kOk : Code::kNoNode;
+    server_.watches_.emplace(path, FakeZkServer::Watch{this, std::move(onChange)});
+  }
+  post([done = std::move(done), code] { done(code); });
+}
+
 void FakeZkClient::remove(const std::string& path, CodeCallback done) {
   Code code = failure();
   if (connected()) {

@@ -34,6 +34,7 @@ class FakeZkClient final : public Client {
   void getChildrenAndWatch(const std::string& path, ChildrenCallback done,
                            WatchCallback onChange) override;
   void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) override;
+  void existsAndWatch(const std::string& path, CodeCallback done, WatchCallback onChange) override;
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;

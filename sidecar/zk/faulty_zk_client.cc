@@ -166,6 +166,16 @@ void FaultyZkClient::getAndWatch(const std::string& path, GetCallback done,
       std::move(done));
 }
 
+void FaultyZkClient::existsAndWatch(const std::string& path, CodeCallback done,
+                                    WatchCallback onChange) {
+  run<Code>(
+      kGet, Code::kConnectionLoss,
+      [this, path, onChange = watched(std::move(onChange))](auto answer) {
+        inner_.existsAndWatch(path, answer, onChange);
+      },
+      std::move(done));
+}
+
 void FaultyZkClient::get(const std::string& path, GetCallback done) {
   run<GetResult>(
       kGet, {Code::kConnectionLoss, {}, {}},

@@ -31,7 +31,7 @@ class FaultyZkClient final : public Client {
   enum Op : unsigned {
     kCreate = 1,
     kGetChildren = 2,
-    kGet = 4,  // get and getAndWatch
+    kGet = 4,  // get, getAndWatch and existsAndWatch
     kRemove = 8,
     kSync = 16,
     kGetAcl = 32,
@@ -69,6 +69,7 @@ class FaultyZkClient final : public Client {
   void getChildrenAndWatch(const std::string& path, ChildrenCallback done,
                            WatchCallback onChange) override;
   void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) override;
+  void existsAndWatch(const std::string& path, CodeCallback done, WatchCallback onChange) override;
   void get(const std::string& path, GetCallback done) override;
   void remove(const std::string& path, CodeCallback done) override;
   void sync(const std::string& path, CodeCallback done) override;

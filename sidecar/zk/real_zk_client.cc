@@ -222,6 +222,7 @@ void onVoid(int rc, const void* data) {
 }
 
 void onSync(int rc, const char*, const void* data) { onVoid(rc, data); }
+void onStat(int rc, const ::Stat*, const void* data) { onVoid(rc, data); }
 
 void onAcl(int rc, struct ACL_vector* acl, struct ::Stat*, const void* data) {
   auto* p = static_cast<Pending<Client::AclCallback>*>(const_cast<void*>(data));
@@ -262,11 +263,13 @@ WatchCtx* listWatch(const std::shared_ptr<Shared>& shared, Client::WatchCallback
 }
 
 // For a watching read's answer, on the loop: the C client registers the watch only when the read
-// succeeds, so on an error its context is freed here, unless the handle was closed meanwhile
-// (closeHandle freed it: the context must not even be looked at).
-auto freeIfUnregistered(const std::shared_ptr<Shared>& shared, WatchCtx* watch) {
-  return [shared, watch, generation = shared->generation](Code code) {
-    if (code == Code::kOk || generation != shared->generation) return;
+// succeeds (an exists also on kNoNode), so on an error its context is freed here, unless the
+// handle was closed meanwhile (closeHandle freed it: the context must not even be looked at).
+auto freeIfUnregistered(const std::shared_ptr<Shared>& shared, WatchCtx* watch,
+                        bool noNodeWatches = false) {
+  return [shared, watch, generation = shared->generation, noNodeWatches](Code code) {
+    if (code == Code::kOk || (noNodeWatches && code == Code::kNoNode)) return;
+    if (generation != shared->generation) return;
     std::lock_guard<std::mutex> lock(shared->watchMutex);
     if (shared->unlist(watch)) delete watch;
   };
@@ -506,6 +509,20 @@ void RealZkClient::getAndWatch(const std::string& path, GetCallback done, WatchC
   int rc = shared_->zh ? zoo_awget(shared_->zh, path.c_str(), nodeWatcher, watch, onData, p)
                        : ZINVALIDSTATE;
   refuseIfNotSent(rc, p, GetResult{mapCode(rc), {}, {}});
+}
+
+void RealZkClient::existsAndWatch(const std::string& path, CodeCallback done,
+                                  WatchCallback onChange) {
+  WatchCtx* watch = listWatch(shared_, std::move(onChange));
+  auto* p = new Pending<CodeCallback>{
+      shared_, [unregistered = freeIfUnregistered(shared_, watch, /*noNodeWatches=*/true),
+                done = std::move(done)](Code code) {
+        unregistered(code);
+        done(code);
+      }};
+  int rc = shared_->zh ? zoo_awexists(shared_->zh, path.c_str(), nodeWatcher, watch, onStat, p)
+                       : ZINVALIDSTATE;
+  refuseIfNotSent(rc, p, mapCode(rc));
 }
 
 void RealZkClient::remove(const std::string& path, CodeCallback done) {

@@ -119,6 +119,10 @@ class Client {
   // Reads a node; when it exists, `onChange` is armed and fires once on its change or deletion.
   // When the node does not exist (kNoNode), no watch is left behind.
   virtual void getAndWatch(const std::string& path, GetCallback done, WatchCallback onChange) = 0;
+  // Whether a node exists (kOk or kNoNode); on either, `onChange` is armed and fires once when
+  // the node is created, changed or deleted. On any other code no watch is left behind.
+  virtual void existsAndWatch(const std::string& path, CodeCallback done,
+                              WatchCallback onChange) = 0;
   virtual void get(const std::string& path, GetCallback done) = 0;
   virtual void remove(const std::string& path, CodeCallback done) = 0;
   virtual void getAcl(const std::string& path, AclCallback done) = 0;

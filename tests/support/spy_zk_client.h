@@ -33,6 +33,9 @@ class SpyZkClient final : public zk::Client {
   void getAndWatch(const std::string& p, GetCallback done, WatchCallback w) override {
     inner_.getAndWatch(p, std::move(done), std::move(w));
   }
+  void existsAndWatch(const std::string& p, CodeCallback done, WatchCallback w) override {
+    inner_.existsAndWatch(p, std::move(done), std::move(w));
+  }
   void get(const std::string& p, GetCallback done) override { inner_.get(p, std::move(done)); }
   void remove(const std::string& p, CodeCallback done) override {
     if (onRemove) onRemove(p);

@@ -121,7 +121,8 @@ TEST(CheckConfig, ShutdownWaitIsTheSessionTimeoutPlusFiveSeconds) {
 TEST(CheckConfig, ReportsEveryFlagsValue) {
   auto parsed = parse({"--dev", "--root", "/apps/fk", "--default-ttl", "20s", "--max-ttl", "5m",
                        "--allow-uid", "65533,65534", "--allow-gid", "7", "--max-leases", "0",
-                       "--persistent-parents", "--zk-auth-file", "/etc/fk/auth"});
+                       "--persistent-parents", "--zk-auth-file", "/etc/fk/auth",
+                       "--max-watches-per-peer", "50", "--max-holder-reads-per-peer", "20"});
   ASSERT_TRUE(parsed.config) << parsed.message;
   auto keys = described(*parsed.config);
   EXPECT_EQ(keys["dev"], "true");
@@ -133,7 +134,10 @@ TEST(CheckConfig, ReportsEveryFlagsValue) {
   EXPECT_EQ(keys["max-leases"], "0");
   EXPECT_EQ(keys["persistent-parents"], "true");
   EXPECT_EQ(keys["zk-auth-file"], "/etc/fk/auth");
-  EXPECT_EQ(keys.size(), 29u);  // a new flag gets a line here too
+  EXPECT_EQ(keys["max-watches-per-peer"], "50");
+  EXPECT_EQ(keys["max-watches"], "10000");
+  EXPECT_EQ(keys["max-holder-reads-per-peer"], "20");
+  EXPECT_EQ(keys.size(), 32u);  // a new flag gets a line here too
 }
 
 // --check-config validates exactly as a start does: a bad flag is refused before it is read.
@@ -151,6 +155,7 @@ TEST(CheckConfig, BadFlagsAreRefusedWithUsageExit) {
       {"--zk", "zk:2181", "--status-socket", ""},
       {"--zk", "zk:2181", "--lease-table", ""},
       {"--zk", "zk:2181", "--status-listen", "localhost:9464"},  // numeric addresses only
+      {"--zk", "zk:2181", "--max-holder-reads-per-peer", "0"},     // a rate: 0 would stop reads
   };
   for (const auto& args : bad) {
     auto parsed = parse(args);

@@ -1,6 +1,6 @@
 // Holder watches of the lock engine against the in-memory ZooKeeper, time driven by hand: the
 // first report, each change with rising tokens, "unknown" while not vouched for, one ZooKeeper
-// watch per lock whatever the number of watchers, re-armed after a session expiry.
+// watch per lock whatever the number of watchers, re-armed after a session expiry, no node made.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -72,7 +72,7 @@ TEST_F(HolderWatchTest, TellsNoHolderThenEachHolderWithRisingTokensThenNoHolder)
   watch(a, "jobs/x", seen);
   ASSERT_EQ(seen.changes.size(), 1u);
   EXPECT_EQ(seen.last().state, HolderState::kFree);
-  EXPECT_TRUE(server.exists("/fencekeeper/locks/jobs/x")) << "only an existing node is watched";
+  EXPECT_FALSE(server.exists("/fencekeeper/locks/jobs")) << "watching creates no node";
 
   auto first = acquire(a, "jobs/x");
   auto second = acquire(b, "jobs/x");
@@ -101,15 +101,16 @@ TEST_F(HolderWatchTest, OneZooKeeperWatchPerLockHoweverManyWatch) {
   std::vector<HolderWatchId> ids;
   for (auto& s : seen) ids.push_back(watch(a, "x", s));
   const std::string path = "/fencekeeper/locks/x";
-  // Asked on the missing node (which leaves none), then on the node made for it: one set.
-  EXPECT_EQ(a.spy.childrenWatches[path], 2);
+  // Asked on the missing node (which leaves none; an exists watch waits for the node): one.
+  EXPECT_EQ(a.spy.childrenWatches[path], 1);
   for (int round = 0; round < 3; ++round) {
     auto held = acquire(b, "x");
     release(b, *held);
   }
-  // Each change fired the one watch, which was set again once: 2 + 6 changes (a create, a
-  // delete per round); five watchers did not make it five times that.
-  EXPECT_EQ(a.spy.childrenWatches[path], 8);
+  // Each change fired the one watch, which was set again once: 1 + 6 changes (a create, a
+  // delete per round; the node's own creation came with the first); five watchers did not make
+  // it five times that.
+  EXPECT_EQ(a.spy.childrenWatches[path], 7);
   for (auto& s : seen) {
     ASSERT_EQ(s.changes.size(), 7u);  // free, then held and free three times
     for (size_t i = 0; i < s.changes.size(); ++i) {
@@ -133,8 +134,8 @@ TEST_F(HolderWatchTest, ALateWatcherIsToldTheCurrentHolderOnlyOnTheNextTurn) {
   ASSERT_EQ(late.changes.size(), 1u);
   EXPECT_EQ(late.last().state, HolderState::kHeld);
   EXPECT_EQ(late.last().info.token, held->outcome->token);
-  // On the missing node, on the node made for it, again after the grant: none for the newcomer.
-  EXPECT_EQ(a.spy.childrenWatches["/fencekeeper/locks/x"], 3);
+  // On the missing node, then once the acquire made it: none for the newcomer.
+  EXPECT_EQ(a.spy.childrenWatches["/fencekeeper/locks/x"], 2);
 }
 
 TEST_F(HolderWatchTest, AnInvalidNameIsRefused) {

@@ -23,6 +23,7 @@ class ScriptedZk final : public zk::Client {
     ADD_FAILURE();
   }
   void getAndWatch(const std::string&, GetCallback, WatchCallback) override { ADD_FAILURE(); }
+  void existsAndWatch(const std::string&, CodeCallback, WatchCallback) override { ADD_FAILURE(); }
   void get(const std::string&, GetCallback) override { ADD_FAILURE() << "get"; }
   void remove(const std::string&, CodeCallback) override { ADD_FAILURE() << "remove"; }
   void sync(const std::string&, CodeCallback done) override { syncs.push_back(std::move(done)); }

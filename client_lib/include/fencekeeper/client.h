@@ -134,6 +134,9 @@ struct SidecarLimits {
   uint32_t maxLeases = 0;
   uint64_t maxQueuedReplyBytes = 0;
   uint32_t maxQueuedReplies = 0;  // per connection
+  uint32_t maxWatchesPerPeer = 0;
+  uint32_t maxWatches = 0;
+  uint32_t maxHolderReadsPerPeer = 0;  // a second
 };
 
 // What one connection counts against the limits.
@@ -154,6 +157,7 @@ struct PeerCounts {
   uint32_t connections = 0;
   uint32_t leases = 0;
   uint32_t waiting = 0;
+  uint32_t watches = 0;  // holder watches open
 };
 
 struct SidecarStatus {
