@@ -194,8 +194,9 @@ interface Sidecar {
   holder @1 (name :Text) -> (error :Error, info :HolderInfo, detail :Text);
   watchHolder @4 (name :Text, watcher :HolderWatcher) -> (error :Error, watch :HolderWatch, detail :Text);
   # Streams the holder of `name` to `watcher` until `watch` is dropped: one ZooKeeper watch per
-  # lock in the sidecar, however many watch it. error limitReached past 1,000 watches open on one
-  # connection.
+  # lock in the sidecar, however many watch it; a lock with no node is watched for its creation
+  # (nothing is created). error limitReached past 1,000 watches open on one connection,
+  # --max-watches-per-peer of one uid, or --max-watches on the sidecar.
   status @2 () -> (status :Status, error :Error, detail :Text);
   leaseTable @3 () -> (path :Text, instance :UInt64, layoutVersion :UInt32, error :Error, detail :Text);
   # Where this sidecar publishes its lease table (ipc/lease_table_layout.h) and the instance id its

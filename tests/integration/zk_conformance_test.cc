@@ -183,6 +183,32 @@ TYPED_TEST(ZkConformanceTest, WatchOnAMissingNodeIsNotLeftBehind) {
   EXPECT_EQ(fired, 0);
 }
 
+// A holder watch of a lock with no node waits for the node this way, creating nothing.
+TYPED_TEST(ZkConformanceTest, ExistsWatchOnAMissingNodeFiresOnceWhenItIsCreated) {
+  auto& c = *this->client;
+  int fired = 0;
+  std::optional<Code> answered;
+  c.existsAndWatch(
+      this->path("/soon"), [&](Code code) { answered = code; }, [&](zk::WatchEvent) { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
+  EXPECT_EQ(*answered, Code::kNoNode);
+  EXPECT_FALSE(this->env.exists(this->path("/soon"))) << "watching created the node";
+  this->env.create(this->path("/soon"), "", CreateMode::kPersistent);
+  ASSERT_TRUE(this->env.until([&] { return fired == 1; }));
+  this->env.remove(this->path("/soon"));
+  this->env.settle();
+  EXPECT_EQ(fired, 1) << "a watch fires once";
+
+  this->create(c, this->path("/here"), CreateMode::kPersistent);
+  answered.reset();
+  c.existsAndWatch(
+      this->path("/here"), [&](Code code) { answered = code; }, [&](zk::WatchEvent) { ++fired; });
+  ASSERT_TRUE(this->env.until([&] { return answered.has_value(); }));
+  EXPECT_EQ(*answered, Code::kOk);
+  this->env.remove(this->path("/here"));
+  ASSERT_TRUE(this->env.until([&] { return fired == 2; })) << "an existing node's fires on delete";
+}
+
 // The holder watches' ZooKeeper watch: one per lock, fired by a child's arrival or departure.
 TYPED_TEST(ZkConformanceTest, ChildrenWatchFiresOnceOnAChildCreatedOrDeleted) {
   auto& c = *this->client;

@@ -877,7 +877,7 @@ export class Limits extends $.Struct {
   static _capnp = {
     displayName: "Limits",
     id: "edeff572233f77dc",
-    size: new $.ObjectSize(32, 0),
+    size: new $.ObjectSize(48, 0),
   };
   /**
 * --max-connections (per peer uid)
@@ -948,6 +948,36 @@ export class Limits extends $.Struct {
   }
   set maxQueuedReplies(value) {
     $.utils.setUint32(20, value, this);
+  }
+  /**
+* --max-watches-per-peer (holder watches of one uid)
+*
+*/
+  get maxWatchesPerPeer() {
+    return $.utils.getUint32(32, this);
+  }
+  set maxWatchesPerPeer(value) {
+    $.utils.setUint32(32, value, this);
+  }
+  /**
+* --max-watches (holder watches, whole sidecar)
+*
+*/
+  get maxWatches() {
+    return $.utils.getUint32(36, this);
+  }
+  set maxWatches(value) {
+    $.utils.setUint32(36, value, this);
+  }
+  /**
+* --max-holder-reads-per-peer (a second, per uid)
+*
+*/
+  get maxHolderReadsPerPeer() {
+    return $.utils.getUint32(40, this);
+  }
+  set maxHolderReadsPerPeer(value) {
+    $.utils.setUint32(40, value, this);
   }
   toString() { return "Limits_" + super.toString(); }
 }
@@ -1031,7 +1061,7 @@ export class PeerSummary extends $.Struct {
   static _capnp = {
     displayName: "PeerSummary",
     id: "dddc29143fab79b7",
-    size: new $.ObjectSize(16, 0),
+    size: new $.ObjectSize(24, 0),
   };
   get uid() {
     return $.utils.getUint32(0, this);
@@ -1056,6 +1086,16 @@ export class PeerSummary extends $.Struct {
   }
   set waiting(value) {
     $.utils.setUint32(12, value, this);
+  }
+  /**
+* holder watches open
+*
+*/
+  get watches() {
+    return $.utils.getUint32(16, this);
+  }
+  set watches(value) {
+    $.utils.setUint32(16, value, this);
   }
   toString() { return "PeerSummary_" + super.toString(); }
 }
@@ -1829,8 +1869,9 @@ export class Sidecar$Client {
   }
   /**
 * Streams the holder of `name` to `watcher` until `watch` is dropped: one ZooKeeper watch per
-* lock in the sidecar, however many watch it. error limitReached past 1,000 watches open on one
-* connection.
+* lock in the sidecar, however many watch it; a lock with no node is watched for its creation
+* (nothing is created). error limitReached past 1,000 watches open on one connection,
+* --max-watches-per-peer of one uid, or --max-watches on the sidecar.
 *
 */
   watchHolder(paramsFunc) {
