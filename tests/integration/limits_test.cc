@@ -268,6 +268,31 @@ TEST_F(LimitsTest, AnotherUidOutsideTheAllowListIsDeniedAndAudited) {
   EXPECT_GE(statusOf(*client).refusedTotal, 1u);
 }
 
+// Issue 24: under --socket-world the lease table was 0644, so a uid the allow-list refuses read
+// every lease's name, token and deadline from it. It is 0640 now: the socket's group reads it.
+TEST_F(LimitsTest, TheLeaseTableIsUnreadableToAUidTheAllowListRefuses) {
+  start({"--allow-uid", "0,65533"});
+  auto client = cluster.connect(0);
+  Status status;
+  auto lease = take(*client, "secret-job", &status);
+  ASSERT_TRUE(lease) << status.message;
+  const std::string table = cluster.socket(0) + ".leases";
+  auto readAs = [&](std::vector<std::string> ids) {
+    std::vector<std::string> argv{"setpriv"};
+    argv.insert(argv.end(), ids.begin(), ids.end());
+    argv.insert(argv.end(), {"head", "-c", "8", table});
+    ChildProcess child(argv, cluster.newLogPath("read-table"));
+    int exit = child.wait(milliseconds(10'000));
+    return std::make_pair(exit, child.log());
+  };
+  auto [refusedExit, refusedLog] = readAs({"--reuid=65534", "--regid=65534", "--clear-groups"});
+  EXPECT_NE(refusedExit, 0) << refusedLog;
+  EXPECT_NE(refusedLog.find("Permission denied"), std::string::npos) << refusedLog;
+  // An allowed uid of the socket's group (k8s/: the application in the sidecar's group) reads it.
+  auto [allowedExit, allowedLog] = readAs({"--reuid=65533", "--regid=65533", "--groups=0"});
+  EXPECT_EQ(allowedExit, 0) << allowedLog;
+}
+
 TEST_F(LimitsTest, ConnectionsAreLoggedWithCredentialsAndCloseReason) {
   start({});
   { auto client = cluster.connect(0); }
