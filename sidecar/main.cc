@@ -93,6 +93,7 @@ rpc::ConnectionLimits connectionLimits(const LimitFlags& flags) {
   limits.maxQueuedReplies = clamp32(flags.maxQueuedReplies);
   // Capabilities of released leases cost memory until dropped: bounded, with room to spare.
   limits.maxLeaseCapabilities = clamp32(flags.maxLeasesPerPeer * 2);
+  limits.maxLeaseCapabilitiesTotal = clamp32(flags.maxLeases * 2);
   return limits;
 }
 

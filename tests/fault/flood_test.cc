@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fencekeeper/client.h"
+#include "sidecar/devzk/proc_state.h"
 #include "tests/support/loss_recorder.h"
 #include "tests/support/raw_rpc_socket.h"
 #include "tests/support/sidecar_cluster.h"
@@ -41,15 +42,6 @@ constexpr std::string_view kSanitizers = FK_SANITIZERS;
 int floodSeconds() {
   const char* env = std::getenv("FK_FLOOD_SECONDS");
   return env && *env ? std::max(1, std::atoi(env)) : 60;
-}
-
-long rssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return 0;
 }
 
 size_t openFds(pid_t pid) {
@@ -150,7 +142,7 @@ class FloodTest : public ::testing::Test {
             if (s.zkState != "connected") ++seen.notConnected;
             seen.minSafeForMs = std::min(seen.minSafeForMs, s.safeForMs);
           }
-          seen.maxRssKiB = std::max(seen.maxRssKiB, rssKiB(sidecarPid));
+          seen.maxRssKiB = std::max(seen.maxRssKiB, devzk::procStatusKiB(sidecarPid, "VmRSS"));
           if (seen.maxRssKiB > kRunawayRssKiB) runaway = true;
           if (during) during();
         }
