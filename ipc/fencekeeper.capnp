@@ -10,7 +10,7 @@ enum Error {
   # Outcomes a client must branch on. `ok` means the call did what it asked.
   ok @0;
   invalidName @1;        # lock name malformed: never reached ZooKeeper. Do not retry as is.
-  invalidArgument @2;    # e.g. TTL out of the sidecar's bounds, owner label too long.
+  invalidArgument @2;    # e.g. TTL or wait out of the sidecar's bounds.
   timedOut @3;           # acquire: not granted within waitMs (waitMs = 0: held by someone else).
   notHeld @4;            # the lease was released already.
   expired @5;            # the lease's TTL ran out before a renew: lost. Acquire again.
@@ -21,6 +21,8 @@ enum Error {
   internal @10;          # a bug: report it.
   permissionDenied @11;  # this peer may not use the sidecar (allow-list), or ZooKeeper refused
                          # the sidecar's credentials on a lock's node (ACL).
+  invalidOwner @12;      # owner label not valid UTF-8, holds a control character, or too long:
+                         # the detail names the byte offset and the rule. Do not retry as is.
 }
 
 enum LossReason {

@@ -95,6 +95,7 @@ rpc::ConnectionLimits connectionLimits(const LimitFlags& flags) {
   limits.maxLeaseCapabilities = clamp32(flags.maxLeasesPerPeer * 2);
   limits.maxHolderWatchesPerPeer = clamp32(flags.maxWatchesPerPeer);
   limits.maxHolderWatchesTotal = clamp32(flags.maxWatches);
+  limits.maxLeaseCapabilitiesTotal = clamp32(flags.maxLeases * 2);
   return limits;
 }
 

@@ -6,25 +6,17 @@
 
 #include "client_lib/cli/exit_codes.h"
 #include "client_lib/cli/sidecar_errors.h"
+#include "client_lib/cli/text_table.h"
+#include "common/json_string.h"
 #include "fencekeeper/client.h"
 
 namespace fencekeeper {
 namespace {
 
-std::string jsonEscape(const std::string& s) {
+// `text` as a JSON string literal (quotes included), valid whatever bytes it holds.
+std::string jsonText(const std::string& text) {
   std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
+  appendJsonString(text, out);
   return out;
 }
 
@@ -41,34 +33,35 @@ std::string isoTime(int64_t unixMs) {
 std::string holderJson(const std::string& name, const HolderInfo& info, const char* state,
                        const std::string& detail) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, ",\"held\":%s,\"token\":%llu,\"sinceUnixMs\":%lld,\"waiters\":%u,"
+  std::snprintf(buf, sizeof buf,
+                ",\"held\":%s,\"token\":%llu,\"sinceUnixMs\":%lld,\"waiters\":%u,"
                 "\"thisSidecar\":%s,\"foreign\":%s",
                 info.held ? "true" : "false", static_cast<unsigned long long>(info.token),
                 static_cast<long long>(info.sinceUnixMs), info.waiters,
                 info.thisSidecar ? "true" : "false", info.foreign ? "true" : "false");
-  std::string out = "{\"lock\":\"" + jsonEscape(name) + "\"";
+  std::string out = "{\"lock\":" + jsonText(name);
   if (state) out += std::string(",\"state\":\"") + state + "\"";
   out += buf;
-  out += ",\"owner\":\"" + jsonEscape(info.ownerLabel) + "\",\"foreignNode\":\"" +
-         jsonEscape(info.foreignNode) + "\"";
-  if (state) out += ",\"detail\":\"" + jsonEscape(detail) + "\"";
+  out +=
+      ",\"owner\":" + jsonText(info.ownerLabel) + ",\"foreignNode\":" + jsonText(info.foreignNode);
+  if (state) out += ",\"detail\":" + jsonText(detail);
   return out + "}";
 }
 
 std::string holderText(const std::string& name, const HolderInfo& info) {
   char buf[1024];
   if (!info.held) {
-    std::snprintf(buf, sizeof buf, "%s: not held", name.c_str());
+    std::snprintf(buf, sizeof buf, "%s: not held", printable(name).c_str());
   } else if (info.foreign) {
     std::snprintf(buf, sizeof buf,
                   "%s: blocked by %s, a persistent node planted in its queue (no lease): delete "
                   "it to unblock the lock; %u waiting",
-                  name.c_str(), info.foreignNode.c_str(), info.waiters);
+                  printable(name).c_str(), printable(info.foreignNode).c_str(), info.waiters);
   } else {
     std::snprintf(buf, sizeof buf, "%s: held, token %llu, owner '%s', since %s, %u waiting%s",
-                  name.c_str(), static_cast<unsigned long long>(info.token),
-                  info.ownerLabel.c_str(), isoTime(info.sinceUnixMs).c_str(), info.waiters,
-                  info.thisSidecar ? " (through this sidecar)" : "");
+                  printable(name).c_str(), static_cast<unsigned long long>(info.token),
+                  printable(info.ownerLabel).c_str(), isoTime(info.sinceUnixMs).c_str(),
+                  info.waiters, info.thisSidecar ? " (through this sidecar)" : "");
   }
   return buf;
 }
@@ -103,7 +96,8 @@ int holderCommand(const SidecarAddress& sidecar, const std::string& name, bool j
 
 std::string describeHolderChange(const std::string& name, const HolderChange& change, bool json) {
   if (json) return holderJson(name, change.info, stateName(change.state), change.detail);
-  if (change.state == HolderState::kUnknown) return name + ": holder unknown (" + change.detail + ")";
+  if (change.state == HolderState::kUnknown)
+    return name + ": holder unknown (" + change.detail + ")";
   return holderText(name, change.info);
 }
 

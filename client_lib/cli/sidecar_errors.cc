@@ -10,6 +10,7 @@ int exitCodeFor(const Status& s) {
   switch (s.code) {
     case ErrorCode::kInvalidName:
     case ErrorCode::kInvalidArgument:
+    case ErrorCode::kInvalidOwner:
       return kExitUsage;
     case ErrorCode::kSidecarUnavailable:
     case ErrorCode::kInternal:

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/utf8_text.h"
+
 namespace fencekeeper {
 namespace {
 
@@ -47,14 +49,17 @@ std::string TextTable::render(const std::string& indent) const {
 
 std::string printable(const std::string& text) {
   std::string out;
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
+  for (size_t at = 0; at < text.size();) {
+    TextUnit unit = textUnitAt(text, at);
+    at += unit.bytes.size();
+    if (unit.valid && !isControl(unit.codePoint)) {
+      out += unit.bytes;
+      continue;
+    }
+    for (char c : unit.bytes) {
       char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
       out += escaped;
-    } else {
-      out += c;
     }
   }
   return out;

@@ -25,7 +25,8 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// `text` with control bytes (a label's escape sequences, newlines) as \xNN.
+// `text` with control characters (a label's escape sequences, newlines; C0, DEL, C1) and invalid
+// UTF-8 as \xNN per byte: nothing in it can move a terminal's cursor.
 std::string printable(const std::string& text);
 // "850ms", "12.3s", "4m05s", "2h07m", "3d04h".
 std::string humanDuration(uint64_t ms);

@@ -67,7 +67,7 @@ extern "C" {
 typedef enum fk_error_code {
   FK_OK = 0,
   FK_ERR_INVALID_NAME = 1,     /* lock name malformed; do not retry as is */
-  FK_ERR_INVALID_ARGUMENT = 2, /* e.g. TTL out of the sidecar's bounds, owner label too long */
+  FK_ERR_INVALID_ARGUMENT = 2, /* e.g. TTL or wait out of the sidecar's bounds */
   FK_ERR_TIMED_OUT = 3,        /* not granted within wait_ms (wait_ms 0: held by someone else) */
   FK_ERR_NOT_HELD = 4,         /* the lease was released already */
   FK_ERR_EXPIRED = 5,          /* the TTL ran out before a renew: lost; acquire again */
@@ -77,6 +77,7 @@ typedef enum fk_error_code {
   FK_ERR_LIMIT_REACHED = 9,    /* too many leases or waiters on this sidecar or connection */
   FK_ERR_INTERNAL = 10,        /* a bug: report it */
   FK_ERR_PERMISSION_DENIED = 11, /* this peer is not allowed, or ZooKeeper refused an ACL */
+  FK_ERR_INVALID_OWNER = 12,     /* owner label: not UTF-8, a control character, or too long */
   FK_ERR_SIDECAR_UNAVAILABLE = 100, /* cannot connect, the connection dropped, client closed */
   FK_ERR_WRONG_THREAD = 101,        /* called from a loss callback, on the client's I/O thread */
   FK_ERR_CANCELLED = 102,           /* fk_request_cancel() withdrew the acquire */

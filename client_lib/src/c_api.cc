@@ -42,6 +42,7 @@ static_assert(FK_ERR_SHUTTING_DOWN == static_cast<int>(ErrorCode::kShuttingDown)
 static_assert(FK_ERR_LIMIT_REACHED == static_cast<int>(ErrorCode::kLimitReached));
 static_assert(FK_ERR_INTERNAL == static_cast<int>(ErrorCode::kInternal));
 static_assert(FK_ERR_PERMISSION_DENIED == static_cast<int>(ErrorCode::kPermissionDenied));
+static_assert(FK_ERR_INVALID_OWNER == static_cast<int>(ErrorCode::kInvalidOwner));
 static_assert(FK_ERR_SIDECAR_UNAVAILABLE == static_cast<int>(ErrorCode::kSidecarUnavailable));
 static_assert(FK_ERR_WRONG_THREAD == static_cast<int>(ErrorCode::kWrongThread));
 static_assert(FK_ERR_CANCELLED == static_cast<int>(ErrorCode::kCancelled));

@@ -534,7 +534,7 @@ void ClientImpl::startAcquire(std::shared_ptr<AcquireRequestState> request, cons
                               const AcquireOptions& options) {
   Status refused = refuseNul(name, ErrorCode::kInvalidName, "lock name");
   if (refused.ok())
-    refused = refuseNul(options.ownerLabel, ErrorCode::kInvalidArgument, "owner label");
+    refused = refuseNul(options.ownerLabel, ErrorCode::kInvalidOwner, "owner label");
   if (refused.ok() && onIoThread()) refused = error(ErrorCode::kWrongThread);
   if (refused.ok() && !connected_) refused = offline();
   if (!refused.ok()) {
@@ -1084,6 +1084,8 @@ const char* errorCodeName(ErrorCode code) {
       return "limit reached";
     case ErrorCode::kInternal:
       return "internal error";
+    case ErrorCode::kInvalidOwner:
+      return "invalid owner";
     case ErrorCode::kPermissionDenied:
       return "permission denied";
     case ErrorCode::kSidecarUnavailable:

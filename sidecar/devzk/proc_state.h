@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <string>
 
 namespace fencekeeper::devzk {
 
@@ -16,5 +17,8 @@ bool processGone(pid_t pid);
 // True once every thread of `pid` is stopped (after SIGSTOP), so a frozen process really is
 // silent; false at the deadline or when there is no such process.
 bool waitAllThreadsStopped(pid_t pid, std::chrono::steady_clock::time_point deadline);
+// A KiB figure of /proc/PID/status: "VmRSS" (resident), "RssAnon" (the heap and stacks, without
+// mapped files such as the lease table); 0 when there is no such process or field.
+long procStatusKiB(pid_t pid, const std::string& field);
 
 }  // namespace fencekeeper::devzk

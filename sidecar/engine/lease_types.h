@@ -26,6 +26,7 @@ enum class LeaseError {
   kLimitReached,
   kInternal,
   kPermissionDenied,
+  kInvalidOwner,
 };
 const char* errorName(LeaseError error);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/utf8_text.h"
 #include "sidecar/engine/lock_name.h"
 
 namespace fencekeeper::engine {
@@ -266,9 +267,13 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
                                                     " (4294967295: no deadline)");
   }
   if (spec.ownerLabel.size() > config_.maxOwnerLabelBytes) {
-    return refuse(LeaseError::kInvalidArgument,
+    return refuse(LeaseError::kInvalidOwner,
                   "ownerLabel has " + std::to_string(spec.ownerLabel.size()) +
                       " bytes, above the maximum " + std::to_string(config_.maxOwnerLabelBytes));
+  }
+  if (auto problem = labelTextProblem(spec.ownerLabel)) {
+    return refuse(LeaseError::kInvalidOwner,
+                  "ownerLabel '" + printable(spec.ownerLabel) + "': " + *problem);
   }
   if (auto limit = overLimit(spec)) return refuse(LeaseError::kLimitReached, *limit);
   // Trying once cannot succeed while ZooKeeper is out of reach and the session unproven.
@@ -1092,7 +1097,9 @@ void LockEngine::sendHolderRead(const std::string& path, zk::Client::WatchCallba
               auto& info = read.info;
               info.held = true;
               info.token = static_cast<uint64_t>(got.stat.czxid);
-              info.ownerLabel = got.data;
+              // Written by whichever client made the node (kazoo, another version): repaired
+              // here, so status, holder and the logs never carry invalid text.
+              info.ownerLabel = repairedLabelText(got.data);
               info.sinceUnixMs = got.stat.ctimeMs;
               if (got.stat.ephemeralOwner == 0) {
                 // Planted: it blocks the lock, but nobody holds a lease.
@@ -1246,6 +1253,8 @@ const char* errorName(LeaseError error) {
       return "internal error";
     case LeaseError::kPermissionDenied:
       return "permission denied";
+    case LeaseError::kInvalidOwner:
+      return "invalid owner";
   }
   return "?";
 }

@@ -4,7 +4,7 @@
 
 #include <ctime>
 
-#include "sidecar/logging/json_string.h"
+#include "common/json_string.h"
 #include "sidecar/logging/line_fields.h"
 
 namespace fencekeeper::logging {

@@ -10,8 +10,9 @@ namespace {
 constexpr uint64_t kLoggedRefusals = 3;
 }  // namespace
 
-ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused)
-    : peer_(std::move(peer)), limits_(limits), refused_(refused) {
+ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused,
+                                   KeptLeases& kept)
+    : peer_(std::move(peer)), limits_(limits), refused_(refused), kept_(kept) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   closer_ = kj::mv(paf.fulfiller);
   closed_ = kj::mv(paf.promise);
@@ -51,15 +52,35 @@ std::optional<Refusal> ConnectionBudget::admit() {
 }
 
 std::optional<Refusal> ConnectionBudget::admitLease() const {
-  if (limits_.maxLeaseCapabilities && leaseCapabilities_ >= limits_.maxLeaseCapabilities) {
+  auto mine = kept_.byUid.find(peer_.uid);
+  uint32_t kept = mine == kept_.byUid.end() ? 0 : mine->second;
+  if (limits_.maxLeaseCapabilities && kept >= limits_.maxLeaseCapabilities) {
     return Refusal{engine::LeaseError::kLimitReached,
-                   "this connection keeps " + std::to_string(leaseCapabilities_) +
+                   "uid " + std::to_string(peer_.uid) + " keeps " + std::to_string(kept) +
                        " lease capabilities, its limit (" +
                        std::to_string(limits_.maxLeaseCapabilities) +
                        ", twice --max-leases-per-peer): drop the Lease objects of released "
                        "or lost leases"};
   }
+  if (limits_.maxLeaseCapabilitiesTotal && kept_.total >= limits_.maxLeaseCapabilitiesTotal) {
+    return Refusal{engine::LeaseError::kLimitReached,
+                   "the sidecar's peers keep " + std::to_string(kept_.total) +
+                       " lease capabilities, its limit (" +
+                       std::to_string(limits_.maxLeaseCapabilitiesTotal) +
+                       ", twice --max-leases): drop the Lease objects of released or lost leases"};
+  }
   return std::nullopt;
+}
+
+void ConnectionBudget::leaseCreated() {
+  ++kept_.byUid[peer_.uid];
+  ++kept_.total;
+}
+
+void ConnectionBudget::leaseDropped() {
+  auto mine = kept_.byUid.find(peer_.uid);
+  if (--mine->second == 0) kept_.byUid.erase(mine);
+  --kept_.total;
 }
 
 std::optional<Refusal> ConnectionBudget::admitHolderWatch() const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -24,10 +25,19 @@ struct ConnectionLimits {
   // Each queued reply holds a whole message buffer (8 KiB at least) however small it is on the
   // wire: the count bounds the memory, the bytes bound a few large answers.
   uint32_t maxQueuedReplies = 256;        // --max-queued-replies
-  uint32_t maxLeaseCapabilities = 5'000;  // kept by one connection, released ones included
+  // Lease capabilities kept, released ones included: each costs memory until its peer drops it
+  // (issue 24: bounded per connection only, 128 connections of one uid kept 640,000).
+  uint32_t maxLeaseCapabilities = 5'000;        // per uid: twice --max-leases-per-peer
+  uint32_t maxLeaseCapabilitiesTotal = 20'000;  // in all: twice --max-leases
   uint32_t maxHolderWatches = 1'000;      // open on one connection
   uint32_t maxHolderWatchesPerPeer = 1'000;  // --max-watches-per-peer (per uid)
   uint32_t maxHolderWatchesTotal = 10'000;   // --max-watches (the whole sidecar)
+};
+
+// Lease capabilities the connections keep, per uid and in all. Loop thread.
+struct KeptLeases {
+  std::map<uint32_t, uint32_t> byUid;
+  uint32_t total = 0;
 };
 
 struct Refusal {
@@ -47,7 +57,8 @@ struct RefusalCount {
 
 class ConnectionBudget {
  public:
-  ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused);
+  ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused,
+                   KeptLeases& kept);
 
   // Set once the connection's network exists (it reports the queued reply bytes).
   void attach(capnp::TwoPartyVatNetwork& network) { network_ = &network; }
@@ -66,8 +77,8 @@ class ConnectionBudget {
   std::optional<Refusal> admit();
   // Admits one more lease capability to hand out, or says why not.
   std::optional<Refusal> admitLease() const;
-  void leaseCreated() { ++leaseCapabilities_; }
-  void leaseDropped() { --leaseCapabilities_; }
+  void leaseCreated();
+  void leaseDropped();
   // Admits one more holder watch, or says why not.
   std::optional<Refusal> admitHolderWatch() const;
   void holderWatchCreated() { ++holderWatches_; }
@@ -84,12 +95,12 @@ class ConnectionBudget {
   const Peer peer_;
   const ConnectionLimits& limits_;
   RefusalCount& refused_;
+  KeptLeases& kept_;
   capnp::TwoPartyVatNetwork* network_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> closer_;
   kj::Promise<void> closed_ = nullptr;
   std::string closeReason_;
   uint32_t calls_ = 0;
-  uint32_t leaseCapabilities_ = 0;
   uint32_t holderWatches_ = 0;
   uint64_t refusals_ = 0;
 };

@@ -29,6 +29,8 @@ ipc::Error toIpc(engine::LeaseError error) {
       return ipc::Error::INTERNAL;
     case E::kPermissionDenied:
       return ipc::Error::PERMISSION_DENIED;
+    case E::kInvalidOwner:
+      return ipc::Error::INVALID_OWNER;
   }
   return ipc::Error::INTERNAL;
 }

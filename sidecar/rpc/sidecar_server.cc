@@ -466,7 +466,8 @@ std::optional<Refusal> RpcListener::refusalOf(const Peer& peer) const {
 
 void RpcListener::serve(kj::AuthenticatedStream stream) {
   Peer peer = readPeer(nextConnection_++, *stream.stream);
-  auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refused);
+  auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refused,
+                                                   context_.keptLeases);
   capnp::Capability::Client bootstrap = nullptr;
   auto hangUp = kj::newPromiseAndFulfiller<void>();
   if (auto refused = refusalOf(peer)) {

@@ -42,6 +42,7 @@ struct ServerContext {
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};
   std::map<uint32_t, uint32_t> connectionsByUid{};
+  KeptLeases keptLeases{};
   RefusalCount refused{};
 };
 

@@ -43,11 +43,12 @@ void checkDirectory(const std::string& path) {
   }
 }
 
-// Opens the file as the table may be: a regular file of this uid with one name, mode 0644.
+// Opens the file as the table may be: a regular file of this uid with one name, mode 0640: the
+// socket's group reads it (as it may connect), others do not, --socket-world or not.
 // `created`: whether this open made the file; `st`: the file's stat.
 UniqueFd openTableFile(const std::string& path, bool& created, struct stat& st) {
   constexpr int kFlags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
-  UniqueFd fd(open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0644));
+  UniqueFd fd(open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0640));
   created = fd.valid();
   if (!fd.valid() && errno == EEXIST) fd.reset(open(path.c_str(), kFlags));
   if (!fd.valid()) {
@@ -61,7 +62,7 @@ UniqueFd openTableFile(const std::string& path, bool& created, struct stat& st) 
                      std::to_string(geteuid()));
   }
   if (st.st_nlink != 1) refuse(path, "has " + std::to_string(st.st_nlink) + " names (hard links)");
-  if (fchmod(fd.get(), 0644) != 0) refuseErrno(path, "fchmod 0644");
+  if (fchmod(fd.get(), 0640) != 0) refuseErrno(path, "fchmod 0640");
   return fd;
 }
 

@@ -2,8 +2,8 @@
 // the lease socket, mapped read-write with Boost.Interprocess, one seqlocked slot per held lease.
 //
 // Opening refuses what a reader could not trust: a symlink, anything but a regular file, a file of
-// another uid or with a second name, a directory others may write. The file is made 0644 (readers
-// need read; only this uid writes) and never shrinks. Starting over an old file writes the new
+// another uid or with a second name, a directory others may write. The file is made 0640 (its
+// group reads, as the socket's group connects; only this uid writes) and never shrinks. Starting over an old file writes the new
 // instance first, frees every slot with a bumped generation, and writes magic and format last, so a
 // reader of a half-initialised table refuses it.
 //

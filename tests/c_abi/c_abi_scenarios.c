@@ -160,6 +160,8 @@ int fk_scenario_try_acquire_busy(const char* socket) {
 
 int fk_scenario_invalid_arguments(const char* socket) {
   static const char* const kBadNames[] = {"", "a//b", "../x", "bad name", "trailing/", "a\\b"};
+  static const char* const kBadLabels[] = {"\xff", "ok\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                           "red\x1b[31m", "del\x7f", "c1\xc2\x9b"};
   fk_error err;
   fk_client* client = NULL;
   fk_lease* lease = NULL;
@@ -192,7 +194,17 @@ int fk_scenario_invalid_arguments(const char* socket) {
   CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, "c-abi/args", &options, &lease, &err));
   fk_acquire_options_init(&options);
   options.owner_label = long_text;
-  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+  CHECK_CODE(FK_ERR_INVALID_OWNER, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+  /* The sidecar's label rule: UTF-8 (no overlong form, surrogate or value above U+10FFFF) and
+   * no control character; the message names the byte. */
+  for (i = 0; i < sizeof(kBadLabels) / sizeof(kBadLabels[0]); ++i) {
+    options.owner_label = kBadLabels[i];
+    lease = (fk_lease*)&err; /* must be reset to NULL on failure */
+    CHECK_CODE(FK_ERR_INVALID_OWNER, fk_acquire(client, "c-abi/args", &options, &lease, &err));
+    CHECK(lease == NULL && strstr(err.message, "invalid owner: ") == err.message);
+    CHECK(strstr(err.message, "byte ") != NULL);
+  }
+  CHECK(strcmp(fk_error_name(FK_ERR_INVALID_OWNER), "invalid owner") == 0);
 
   /* size: unset is refused; an older, shorter struct takes defaults for the rest; a newer one is
    * accepted only when the fields this library does not know are zero. */

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "fencekeeper/client.h"
-#include "tests/support/process_memory.h"
+#include "sidecar/devzk/proc_state.h"
 #include "tests/support/loss_recorder.h"
 #include "tests/support/raw_rpc_socket.h"
 #include "tests/support/sidecar_cluster.h"
@@ -142,7 +142,7 @@ class FloodTest : public ::testing::Test {
             if (s.zkState != "connected") ++seen.notConnected;
             seen.minSafeForMs = std::min(seen.minSafeForMs, s.safeForMs);
           }
-          seen.maxRssKiB = std::max(seen.maxRssKiB, rssKiB(sidecarPid));
+          seen.maxRssKiB = std::max(seen.maxRssKiB, devzk::procStatusKiB(sidecarPid, "VmRSS"));
           if (seen.maxRssKiB > kRunawayRssKiB) runaway = true;
           if (during) during();
         }

@@ -123,7 +123,7 @@ TEST_F(ClientAccessTest, NulInANameOrOwnerLabelIsRefusedBeforeSending) {
   AcquireOptions labelled;
   labelled.ownerLabel = std::string("me\0you", 6);
   EXPECT_EQ(client->acquire("jobs", labelled, &status), nullptr);
-  EXPECT_EQ(status.code, ErrorCode::kInvalidArgument) << status.message;
+  EXPECT_EQ(status.code, ErrorCode::kInvalidOwner) << status.message;
   HolderInfo info;
   EXPECT_EQ(client->holder(nulName, &info).code, ErrorCode::kInvalidName);
 }

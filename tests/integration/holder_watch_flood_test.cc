@@ -13,8 +13,8 @@
 
 #include "fencekeeper/client.h"
 #include "ipc/fencekeeper.capnp.h"
+#include "sidecar/devzk/proc_state.h"
 #include "tests/support/loss_recorder.h"
-#include "tests/support/process_memory.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 #include "tests/support/zk_inspector.h"
@@ -97,14 +97,14 @@ Outcome holdThroughFlood(SidecarCluster& cluster, size_t i, int connections, int
   EXPECT_TRUE(lease);
   Outcome out;
   pid_t sidecar = cluster.sidecar(i).pid();
-  out.rssBeforeKiB = rssKiB(sidecar);
+  out.rssBeforeKiB = devzk::procStatusKiB(sidecar, "VmRSS");
   std::atomic<bool> done{false};
   std::thread flooder([&] {
     floodWatches(cluster.socket(i), connections, perConnection, hold, flood);
     done = true;
   });
   while (!done) {  // the peak, sampled until the flood's connections close
-    out.rssPeakKiB = std::max(out.rssPeakKiB, rssKiB(sidecar));
+    out.rssPeakKiB = std::max(out.rssPeakKiB, devzk::procStatusKiB(sidecar, "VmRSS"));
     std::this_thread::sleep_for(milliseconds(100));
   }
   flooder.join();

@@ -82,7 +82,7 @@ TEST(LeaseTableSidecarTest, ALeasesSlotIsHeldWithItsTokenThenReleasedOrLost) {
   EXPECT_EQ(where.getLayoutVersion(), lt::kLayoutVersion);
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_EQ(st.st_uid, geteuid());
 
   Mapped table(path);

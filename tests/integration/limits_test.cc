@@ -12,6 +12,7 @@
 
 #include "fencekeeper/client.h"
 #include "ipc/fencekeeper.capnp.h"
+#include "sidecar/devzk/proc_state.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 
@@ -21,6 +22,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr const char* kNobody = "65534";
+constexpr std::string_view kSanitizers = FK_SANITIZERS;
 
 class LimitsTest : public ::testing::Test {
  protected:
@@ -115,7 +117,8 @@ TEST_F(LimitsTest, LeasesPerPeerRefuseWithTheLimitAndStopCountingWhenReleasedOrL
 }
 
 TEST_F(LimitsTest, KeptCapabilitiesOfReleasedLeasesAreBoundedPerConnection) {
-  // Twice --max-leases-per-peer: released leases cost memory until their capability is dropped.
+  // Twice --max-leases-per-peer (per uid): released leases cost memory until their capability is
+  // dropped.
   // (The library drops a released lease's capability; a raw client may keep it.)
   start({"--max-leases-per-peer", "2"});
   capnp::EzRpcClient raw("unix:" + cluster.socket(0));
@@ -144,6 +147,68 @@ TEST_F(LimitsTest, KeptCapabilitiesOfReleasedLeasesAreBoundedPerConnection) {
   kept.clear();
   ASSERT_TRUE(waitUntil([&] { return acquire().getError() == ipc::Error::OK; },
                         milliseconds(5000)));
+}
+
+// Issue 24: kept capabilities were bounded per connection only (5,000 x 128 connections per uid);
+// 8 connections took the sidecar from 43 to 107 MB. Now one uid keeps at most twice
+// --max-leases-per-peer in all its connections, which bounds the memory they cost.
+TEST_F(LimitsTest, KeptCapabilitiesAreBoundedPerUidAcrossItsConnections) {
+  start({});
+  const pid_t sidecar = cluster.sidecar(0).pid();
+  // The heap: VmRSS also counts the lease table's pages as leases touch them (a file mapping of
+  // fixed size, --max-leases slots), which stay resident and are no leak.
+  auto heapKiB = [&] { return devzk::procStatusKiB(sidecar, "RssAnon"); };
+  const long baselineKiB = heapKiB();
+  constexpr int kConnections = 8, kBatch = 100;
+  std::vector<std::unique_ptr<capnp::EzRpcClient>> raws;
+  std::vector<ipc::Lease::Client> kept;
+  std::string refusal;
+  for (int c = 0; c < kConnections; ++c) {
+    raws.push_back(std::make_unique<capnp::EzRpcClient>("unix:" + cluster.socket(0)));
+    auto main = raws.back()->getMain<ipc::Sidecar>();
+    auto& waitScope = raws.back()->getWaitScope();
+    for (bool refused = false; !refused;) {
+      // A batch of acquires in flight, then their releases: each lease's capability is kept.
+      std::vector<capnp::RemotePromise<ipc::Sidecar::AcquireResults>> acquires;
+      for (int i = 0; i < kBatch; ++i) {
+        auto request = main.acquireRequest();
+        request.setName("kept/" + std::to_string(c) + "-" + std::to_string(kept.size() + i));
+        request.setTtlMs(20'000);
+        acquires.push_back(request.send());
+      }
+      auto releases = kj::heapArrayBuilder<kj::Promise<void>>(kBatch);
+      for (auto& sent : acquires) {
+        auto got = sent.wait(waitScope);
+        if (got.getError() != ipc::Error::OK) {
+          ASSERT_EQ(got.getError(), ipc::Error::LIMIT_REACHED) << got.getDetail().cStr();
+          refusal = got.getDetail().cStr();
+          refused = true;
+          continue;
+        }
+        kept.push_back(got.getLease());
+        releases.add(kept.back().releaseRequest().send().ignoreResult());
+      }
+      kj::joinPromises(releases.finish()).wait(waitScope);
+    }
+  }
+  const long peakKiB = heapKiB();
+  EXPECT_EQ(kept.size(), 5'000u) << "twice --max-leases-per-peer (2500), in all of uid 0's "
+                                 << kConnections << " connections";
+  EXPECT_NE(refusal.find("uid 0 keeps 5000 lease capabilities"), std::string::npos) << refusal;
+  std::printf("sidecar heap (RssAnon): %ld KiB at start, %ld KiB with %zu capabilities kept\n",
+              baselineKiB, peakKiB, kept.size());
+
+  kept.clear();
+  raws.clear();
+  ASSERT_TRUE(waitUntil([&] { return statusOf(*cluster.connect(0)).leasesHeld == 0; },
+                        milliseconds(10'000)));
+  // ASan's allocator adds its own: the plain build checks the figure (6.0 MiB measured).
+  if (kSanitizers.find("address") == std::string_view::npos) {
+    EXPECT_LT(peakKiB - baselineKiB, 16 * 1024) << "the per-uid bound's memory, KiB";
+  }
+  // Not asserted: what stays after they close (5.5 of the 6.2 MiB here, malloc_trim or not;
+  // docs/security.md, "Memory"): a cause not found yet.
+  std::printf("sidecar heap (RssAnon): %ld KiB after the connections closed\n", heapKiB());
 }
 
 TEST_F(LimitsTest, WaitingPerPeerAndUnansweredCallsPerConnection) {
@@ -266,6 +331,31 @@ TEST_F(LimitsTest, AnotherUidOutsideTheAllowListIsDeniedAndAudited) {
   Status status;
   EXPECT_TRUE(take(*client, "allowed", &status)) << status.message;
   EXPECT_GE(statusOf(*client).refusedTotal, 1u);
+}
+
+// Issue 24: under --socket-world the lease table was 0644, so a uid the allow-list refuses read
+// every lease's name, token and deadline from it. It is 0640 now: the socket's group reads it.
+TEST_F(LimitsTest, TheLeaseTableIsUnreadableToAUidTheAllowListRefuses) {
+  start({"--allow-uid", "0,65533"});
+  auto client = cluster.connect(0);
+  Status status;
+  auto lease = take(*client, "secret-job", &status);
+  ASSERT_TRUE(lease) << status.message;
+  const std::string table = cluster.socket(0) + ".leases";
+  auto readAs = [&](std::vector<std::string> ids) {
+    std::vector<std::string> argv{"setpriv"};
+    argv.insert(argv.end(), ids.begin(), ids.end());
+    argv.insert(argv.end(), {"head", "-c", "8", table});
+    ChildProcess child(argv, cluster.newLogPath("read-table"));
+    int exit = child.wait(milliseconds(10'000));
+    return std::make_pair(exit, child.log());
+  };
+  auto [refusedExit, refusedLog] = readAs({"--reuid=65534", "--regid=65534", "--clear-groups"});
+  EXPECT_NE(refusedExit, 0) << refusedLog;
+  EXPECT_NE(refusedLog.find("Permission denied"), std::string::npos) << refusedLog;
+  // An allowed uid of the socket's group (k8s/: the application in the sidecar's group) reads it.
+  auto [allowedExit, allowedLog] = readAs({"--reuid=65533", "--regid=65533", "--groups=0"});
+  EXPECT_EQ(allowedExit, 0) << allowedLog;
 }
 
 TEST_F(LimitsTest, ConnectionsAreLoggedWithCredentialsAndCloseReason) {

@@ -103,6 +103,13 @@ class ClientTest(fk_harness.ClusterTestCase):
                 self.client.lock("py/args", ttl=ttl)
         with self.assertRaises(TypeError):
             self.client.lock("py/args", ttl="30")
+        # Owner labels: UTF-8 without control characters (the sidecar's rule; a lone surrogate
+        # has no UTF-8 and is refused before sending).
+        for owner in ["red\x1b[31m", "two\nlines", "del\x7f", "c1\x9b", "\udcff"]:
+            with self.subTest(owner=owner), self.assertRaises(fencekeeper.InvalidOwner) as caught:
+                self.client.acquire("py/args", owner=owner)
+            self.assertEqual(caught.exception.code, ErrorCode.INVALID_OWNER)
+            self.assertIsInstance(caught.exception, ValueError)
         with self.assertRaises(fencekeeper.SidecarUnavailable) as caught:
             fencekeeper.Client(os.path.join(self.cluster.tmp, "nothing.sock"))
         self.assertIsInstance(caught.exception, ConnectionError)

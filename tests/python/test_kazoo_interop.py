@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 import unittest
 import warnings
 
@@ -94,6 +95,23 @@ class KazooInteropTest(fk_harness.ClusterTestCase):
         r = self.fencectl("holder", name, "--json", timeout=10)
         self.assertEqual(r.returncode, 0, "fencectl holder %s: %s" % (name, r.stderr))
         return json.loads(r.stdout)
+
+    def test_a_kazoo_holders_garbage_label_comes_out_repaired(self):
+        """Node data is whatever another client wrote: holder's JSON stays strict UTF-8 JSON and
+        its text carries no control character (each bad sequence is one U+FFFD)."""
+        name = "interop/garbage-label"
+        self.client.ensure_path(LOCKS + "/" + name)
+        self.client.create(LOCKS + "/" + name + "/k__lock__", b"k\xff\x1b]0;pwned\x07\xc2\x9b!",
+                           ephemeral=True, sequence=True)
+        info = self.holder(name)  # decodes strictly: UTF-8, then JSON without raw controls
+        self.assertEqual((info["held"], info["owner"]),
+                         (True, "k\ufffd\ufffd]0;pwned\ufffd\ufffd!"), info)
+        r = subprocess.run([self.cluster.fencectl_bin, "--socket", self.socket, "holder", name],
+                           capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = r.stdout.decode("utf-8")
+        self.assertIn("owner 'k\ufffd\ufffd]0;pwned\ufffd\ufffd!'", text)
+        self.assertFalse([c for c in text if c != "\n" and unicodedata.category(c) == "Cc"], text)
 
     def wait_held_by_fencectl(self, name, proc):
         def held():

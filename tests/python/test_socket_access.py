@@ -291,7 +291,7 @@ class DetailAndNulTest(unittest.TestCase):
     def test_nul_in_a_name_or_owner_is_refused(self):
         with self.assertRaises(fencekeeper.InvalidName):
             self.client.acquire("jobs\x00-tenant-b")
-        with self.assertRaises(fencekeeper.InvalidArgument):
+        with self.assertRaises(fencekeeper.InvalidOwner):
             self.client.acquire("jobs", owner="me\x00you")
         with self.assertRaises(fencekeeper.InvalidName):
             self.client.holder("jobs\x00-tenant-b")

@@ -49,6 +49,11 @@ bool ZkInspector::create(const std::string& path, const std::string& data) {
                     &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0) == ZOK;
 }
 
+bool ZkInspector::createEphemeral(const std::string& path, const std::string& data) {
+  return zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                    &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, nullptr, 0) == ZOK;
+}
+
 bool ZkInspector::remove(const std::string& path, bool recursive) {
   if (recursive) {
     for (auto& child : children(path)) remove(path + "/" + child, true);

@@ -26,6 +26,8 @@ class ZkInspector {
   // Creates a persistent node with the open ACL (as a client without credentials). False when
   // it was not created (exists, no parent, refused by the parent's ACL).
   bool create(const std::string& path, const std::string& data = "");
+  // The same, ephemeral: owned by this inspector's session, as another client's lock node is.
+  bool createEphemeral(const std::string& path, const std::string& data);
   // Deletes a node (and, when `recursive`, its children first). False when it was not deleted
   // (did not exist, or refused by the parent's ACL).
   bool remove(const std::string& path, bool recursive = false);

@@ -11,7 +11,7 @@
 
 #include "sidecar/logging/event_log.h"
 #include "sidecar/logging/json_formatter.h"
-#include "sidecar/logging/json_string.h"
+#include "common/json_string.h"
 #include "sidecar/logging/kj_log.h"
 #include "sidecar/zk/c_client_log.h"
 #include "tests/support/strict_json.h"

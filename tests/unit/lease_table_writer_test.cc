@@ -126,13 +126,13 @@ TEST_F(LeaseTableWriterTest, TheFileNeverShrinksAndALargerOneKeepsItsSlots) {
   EXPECT_EQ(lt::load(small.header().capacity), 100u);
 }
 
-TEST_F(LeaseTableWriterTest, TheFileIsMode0644WhateverItWasAndTheUmask) {
+TEST_F(LeaseTableWriterTest, TheFileIsMode0640WhateverItWasAndTheUmask) {
   { std::ofstream(path) << ""; }
   ASSERT_EQ(chmod(path.c_str(), 0666), 0);
   LeaseTableWriter table(path, 1, 1);
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0644u);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
 }
 
 TEST_F(LeaseTableWriterTest, RefusesASymlinkAHardLinkAndANonRegularFile) {

@@ -38,6 +38,7 @@ enum class ErrorCode {
   kLimitReached = 9,
   kInternal = 10,
   kPermissionDenied = 11,
+  kInvalidOwner = 12,
   kSidecarUnavailable = 100,  // cannot connect, or the connection dropped
   kWrongThread = 101,         // called from a loss callback, on the client's I/O thread
   kCancelled = 102,           // the acquire was cancelled before a grant reached its caller

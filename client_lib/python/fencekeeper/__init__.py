@@ -21,7 +21,7 @@ from .aio import AsyncClient
 from .client import Client, HolderInfo, Lease, LostCallback, Seconds
 from .holders import AsyncHolderWatch, Election, HolderChange, HolderState, HolderWatch
 from .errors import (Cancelled, ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
-                     InvalidName, LimitReached, LossReason, Lost, NotHeld, PermissionDenied,
+                     InvalidName, InvalidOwner, LimitReached, LossReason, Lost, NotHeld, PermissionDenied,
                      ShuttingDown, SidecarUnavailable, TimedOut, WrongThread, ZkUnavailable)
 
 __version__ = "0.1.0"
@@ -31,5 +31,5 @@ __all__ = [
     "AsyncHolderWatch", "Election", "LostCallback", "Seconds", "ErrorCode", "LossReason",
     "FencekeeperError", "InvalidName", "InvalidArgument", "TimedOut", "NotHeld", "Expired",
     "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError", "PermissionDenied",
-    "SidecarUnavailable", "WrongThread", "Cancelled",
+    "InvalidOwner", "SidecarUnavailable", "WrongThread", "Cancelled",
 ]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from . import _native
-from .errors import (ErrorCode, InternalError, InvalidArgument, InvalidName, LossReason, NotHeld,
-                     SidecarUnavailable, error_for)
+from .errors import (ErrorCode, InternalError, InvalidArgument, InvalidName, InvalidOwner,
+                     LossReason, NotHeld, SidecarUnavailable, error_for)
 
 #: A duration: seconds (int or float) or a timedelta.
 Seconds = Union[float, int, datetime.timedelta]
@@ -50,7 +50,10 @@ def _c_text(value: str, what: str, error: type) -> bytes:
     """``value`` as the C string the library sends: refused if a NUL would cut it short."""
     if "\0" in value:
         raise error("%s %r holds a NUL byte" % (what, value))
-    return value.encode("utf-8")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate: no UTF-8 for it
+        raise error("%s %r is not valid UTF-8: %s" % (what, value, e.reason)) from None
 
 
 def _check(code: int, err: _native.Error) -> None:
@@ -364,7 +367,7 @@ class Client:
         options.ttl_ms = _millis(ttl, "ttl", allow_zero=False)
         options.wait_ms = _millis(wait, "wait", allow_zero=True)
         encoded_name = _c_text(name, "lock name", InvalidName)
-        options.owner_label = None if owner is None else _c_text(owner, "owner", InvalidArgument)
+        options.owner_label = None if owner is None else _c_text(owner, "owner", InvalidOwner)
         options.keep_alive = 1 if keep_alive else 0
         options.renew_only_if_checked_in = 1 if renew_only_if_checked_in else 0
         callback = None

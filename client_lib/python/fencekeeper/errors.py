@@ -20,6 +20,7 @@ class ErrorCode(enum.IntEnum):
     LIMIT_REACHED = 9
     INTERNAL = 10
     PERMISSION_DENIED = 11
+    INVALID_OWNER = 12
     SIDECAR_UNAVAILABLE = 100
     WRONG_THREAD = 101
     CANCELLED = 102
@@ -117,6 +118,13 @@ class PermissionDenied(FencekeeperError, PermissionError):
     code = ErrorCode.PERMISSION_DENIED
 
 
+class InvalidOwner(FencekeeperError, ValueError):
+    """The owner label is not valid UTF-8, holds a control character or is too long. Do not
+    retry it as is."""
+
+    code = ErrorCode.INVALID_OWNER
+
+
 class SidecarUnavailable(FencekeeperError, ConnectionError):
     """Cannot connect to the sidecar, the connection dropped, or the client is closed."""
 
@@ -138,7 +146,8 @@ class Cancelled(FencekeeperError):
 _BY_CODE: Dict[int, Type[FencekeeperError]] = {
     cls.code: cls
     for cls in (InvalidName, InvalidArgument, TimedOut, NotHeld, Expired, Lost, ZkUnavailable,
-                ShuttingDown, LimitReached, InternalError, PermissionDenied, SidecarUnavailable,
+                ShuttingDown, LimitReached, InternalError, PermissionDenied, InvalidOwner,
+                SidecarUnavailable,
                 WrongThread, Cancelled)
 }
 

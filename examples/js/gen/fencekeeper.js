@@ -13,7 +13,7 @@ export const Error = {
 */
   INVALID_NAME: 1,
   /**
-* e.g. TTL out of the sidecar's bounds, owner label too long.
+* e.g. TTL or wait out of the sidecar's bounds.
 *
 */
   INVALID_ARGUMENT: 2,
@@ -62,7 +62,13 @@ export const Error = {
 * the sidecar's credentials on a lock's node (ACL).
 *
 */
-  PERMISSION_DENIED: 11
+  PERMISSION_DENIED: 11,
+  /**
+* owner label not valid UTF-8, holds a control character, or too long:
+* the detail names the byte offset and the rule. Do not retry as is.
+*
+*/
+  INVALID_OWNER: 12
 };
 export const LossReason = {
   /**
