@@ -13,6 +13,7 @@
 #include "fencekeeper/client.h"
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/devzk/loopback.h"
+#include "tests/support/raw_sidecar_connection.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 
@@ -42,29 +43,21 @@ struct FloodResult {
 // `connections` connections, `calls` holder(name) calls sent on each before any answer is read.
 FloodResult flood(const std::string& socket, const std::string& name, int connections, int calls) {
   auto io = kj::setupAsyncIo();
-  auto address =
-      io.provider->getNetwork().parseAddress(kj::str("unix:", socket.c_str())).wait(io.waitScope);
-  struct Conn {
-    kj::Own<kj::AsyncIoStream> stream;
-    kj::Own<capnp::TwoPartyClient> rpc;
-  };
-  kj::Vector<Conn> conns;
+  kj::Vector<RawSidecarConnection> conns;
   kj::Vector<kj::Promise<void>> answers;
   FloodResult result;
   auto start = Clock::now();
   for (int c = 0; c < connections; ++c) {
-    auto stream = address->connect().wait(io.waitScope);
-    auto rpc = kj::heap<capnp::TwoPartyClient>(*stream);
-    auto sidecar = rpc->bootstrap().castAs<ipc::Sidecar>();
+    auto conn = connectRaw(io, socket);
     for (int i = 0; i < calls; ++i) {
-      auto request = sidecar.holderRequest();
+      auto request = conn.sidecar.holderRequest();
       request.setName(name);
       answers.add(request.send().then([&result](auto response) {
         ++result.answered;
         if (response.getError() == ipc::Error::OK && response.getInfo().getHeld()) ++result.held;
       }));
     }
-    conns.add(Conn{kj::mv(stream), kj::mv(rpc)});
+    conns.add(kj::mv(conn));
   }
   kj::joinPromises(answers.releaseAsArray()).wait(io.waitScope);
   result.ms = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();

@@ -15,6 +15,7 @@
 #include "ipc/fencekeeper.capnp.h"
 #include "sidecar/devzk/proc_state.h"
 #include "tests/support/loss_recorder.h"
+#include "tests/support/raw_sidecar_connection.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 #include "tests/support/zk_inspector.h"
@@ -44,22 +45,14 @@ void floodWatches(const std::string& socket, int connections, int perConnection,
                   std::chrono::milliseconds hold, WatchFlood& out) {
   constexpr int kInFlight = 100;
   auto io = kj::setupAsyncIo();
-  auto address =
-      io.provider->getNetwork().parseAddress(kj::str("unix:", socket.c_str())).wait(io.waitScope);
-  struct Conn {
-    kj::Own<kj::AsyncIoStream> stream;
-    kj::Own<capnp::TwoPartyClient> rpc;
-  };
-  kj::Vector<Conn> conns;
+  kj::Vector<RawSidecarConnection> conns;
   kj::Vector<ipc::HolderWatch::Client> watches;
   for (int c = 0; c < connections; ++c) {
-    auto stream = address->connect().wait(io.waitScope);
-    auto rpc = kj::heap<capnp::TwoPartyClient>(*stream);
-    auto sidecar = rpc->bootstrap().castAs<ipc::Sidecar>();
+    auto conn = connectRaw(io, socket);
     for (int i = 0; i < perConnection; i += kInFlight) {
       kj::Vector<kj::Promise<void>> answers;
       for (int k = i; k < std::min(perConnection, i + kInFlight); ++k) {
-        auto request = sidecar.watchHolderRequest();
+        auto request = conn.sidecar.watchHolderRequest();
         request.setName(kj::str("unused/c", c, "-", k));
         request.setWatcher(kj::heap<IgnoringWatcher>());
         answers.add(request.send().then([&](auto response) {
@@ -73,7 +66,7 @@ void floodWatches(const std::string& socket, int connections, int perConnection,
       }
       kj::joinPromises(answers.releaseAsArray()).wait(io.waitScope);
     }
-    conns.add(Conn{kj::mv(stream), kj::mv(rpc)});
+    conns.add(kj::mv(conn));
   }
   out.settled = true;
   io.provider->getTimer().afterDelay(hold.count() * kj::MILLISECONDS).wait(io.waitScope);
