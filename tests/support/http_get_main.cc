@@ -1,10 +1,17 @@
 // fk-http-get SOCKET TARGET [SECONDS]: prints the status code, then the body, of GET TARGET on a
 // Unix socket (the status socket tests run it as another uid through setpriv). With SECONDS, GETs
 // again and again for that long, like a scraper, and prints "answers N failures M" instead.
-// Exit 0 on any answer.
+// Exit 0 on any answer. fk-http-get SOCKET --hold N: opens N connections that each send the start
+// of a request and no more, prints "open N", then "closed M" each time the server has closed
+// more of them, until killed.
+#include <poll.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "tests/support/http_get.h"
 
@@ -12,6 +19,28 @@ int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
     std::fprintf(stderr, "usage: fk-http-get SOCKET TARGET [SECONDS]\n");
     return 2;
+  }
+  if (argc == 4 && std::string(argv[2]) == "--hold") {
+    std::vector<pollfd> held;
+    for (int i = 0; i < std::atoi(argv[3]); ++i) {
+      int fd = fencekeeper::testing::connectUnix(argv[1]);
+      if (fd >= 0 && write(fd, "GET /status HTTP/1.1\r\n", 22) == 22) held.push_back({fd, 0, 0});
+    }
+    std::printf("open %zu\n", held.size());
+    std::fflush(stdout);
+    size_t closed = 0;
+    while (true) {  // POLLHUP needs no request: the answers, if any, stay unread
+      if (poll(held.data(), held.size(), 1000) <= 0) continue;
+      for (auto& p : held) {
+        if (p.fd >= 0 && (p.revents & POLLHUP)) {
+          close(p.fd);
+          p.fd = -1;  // poll skips it from now on
+          ++closed;
+        }
+      }
+      std::printf("closed %zu\n", closed);
+      std::fflush(stdout);
+    }
   }
   if (argc == 4) {
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(std::atoi(argv[3]));
