@@ -230,8 +230,9 @@ kj::Own<kj::HttpService> StatusServer::serviceFor(kj::AsyncIoStream& connection)
 
 void StatusServer::logConnection(const rpc::Peer& peer, const std::string& refusal) {
   auto& logged = refusal.empty() ? loggedUids_ : loggedRefusedUids_;
-  bool first = std::find(logged.begin(), logged.end(), peer.uid) == logged.end();
-  if (first && logged.size() < kLoggedUids) logged.push_back(peer.uid);
+  bool first = logged.size() < kLoggedUids &&
+               std::find(logged.begin(), logged.end(), peer.uid) == logged.end();
+  if (first) logged.push_back(peer.uid);
   if (!refusal.empty()) {
     spdlog::log(first ? spdlog::level::warn : spdlog::level::debug,
                 "status socket: refused connection {} gid {}: {}{}", peer.describe(), peer.gid,
