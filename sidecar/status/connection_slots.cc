@@ -55,11 +55,11 @@ ConnectionSlots::Slot& ConnectionSlots::open(const void* stream, std::optional<u
   slot.stream = stream;
   slot.uid = uid;
   slot.pool = pool;
-  slot.since = now;
+  slot.opened = now;
   return slot;
 }
 
-std::string ConnectionSlots::enter(Slot& slot, Pool pool, TimePoint now) {
+std::string ConnectionSlots::enter(Slot& slot, Pool pool) {
   if (pool == Pool::kOther) {
     if (count(Pool::kOther) >= limits_.others) {
       return std::to_string(limits_.others) + " status requests are being answered; try again";
@@ -72,15 +72,13 @@ std::string ConnectionSlots::enter(Slot& slot, Pool pool, TimePoint now) {
     evictOldest(pool, false, &slot);
   }
   slot.pool = pool;
-  slot.since = now;
   return "";
 }
 
-void ConnectionSlots::answered(Slot& slot, TimePoint now) {
+void ConnectionSlots::answered(Slot& slot) {
   slot.pool = Pool::kClosed;  // not counted while making room for it
   if (count(Pool::kWaiting) >= limits_.waiting) evictOldest(Pool::kWaiting, true, &slot);
   slot.pool = Pool::kWaiting;
-  slot.since = now;
 }
 
 void ConnectionSlots::erase(Slot& slot) {
@@ -115,10 +113,10 @@ void ConnectionSlots::evictOldest(Pool pool, bool byUid, const Slot* keep) {
   Slot* oldest = nullptr;
   for (Slot& s : slots_) {
     if (s.pool != pool || &s == keep || (uid && s.uid != *uid)) continue;
-    if (!oldest || s.since < oldest->since) oldest = &s;
+    if (!oldest || s.opened < oldest->opened) oldest = &s;
   }
   if (!oldest) return;
-  spdlog::debug("{}: {} {} connections open, closing the oldest, of {}", name_, count(pool),
+  spdlog::debug("{}: {} {} connections open, closing the one opened first, of {}", name_, count(pool),
                 nameOf(pool), uidText(oldest->uid));
   oldest->pool = Pool::kClosed;  // its task's end erases it
   oldest->canceler.cancel(kj::str("closed to make room in the ", nameOf(pool), " pool"));

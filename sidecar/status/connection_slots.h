@@ -2,9 +2,10 @@
 // never read their answers, or send a byte a second, took every slot and failed the liveness
 // probe). A connection waits for its request in the waiting pool; once the request line is read
 // it moves to the probe pool (/healthz, /readyz) or the pool of the other routes, and back to
-// waiting for a pipelined request. Full waiting and probe pools make room by closing the oldest
-// connection (of the uid holding the most, for waiting), so neither can be held against a new
-// probe; the other routes' pool refuses instead (503), with a share per uid. Peers the allow-list
+// waiting for a pipelined request. Full waiting and probe pools make room by closing the
+// connection opened first (of the uid holding the most, for waiting), so neither can be held
+// against a new probe, which is the newest; the other routes' pool refuses instead (503), with a
+// share per uid. Peers the allow-list
 // refuses have a small pool of their own. Runs on the loop thread; the StatusServer owns it.
 #pragma once
 
@@ -37,7 +38,7 @@ class ConnectionSlots {
     const void* stream = nullptr;    // the connection, for find()
     std::optional<uint32_t> uid;     // none on TCP: one share for all its peers
     Pool pool = Pool::kWaiting;
-    TimePoint since{};               // entered its pool
+    TimePoint opened{};              // accepted: the first opened is the first closed
     kj::Canceler canceler;           // wraps the connection's task: cancel() closes it
     kj::Own<kj::HttpService> service;  // the routes it may use, until its connection takes them
   };
@@ -49,9 +50,12 @@ class ConnectionSlots {
   Slot& open(const void* stream, std::optional<uint32_t> uid, Pool pool, TimePoint now);
   // Moves `slot` to kProbe or kOther for a request. Empty when admitted, else why not (the pool
   // of the other routes is full, or its uid's share of it).
-  std::string enter(Slot& slot, Pool pool, TimePoint now);
+  std::string enter(Slot& slot, Pool pool);
   // Back to waiting for a pipelined request once the answer is written.
-  void answered(Slot& slot, TimePoint now);
+  void answered(Slot& slot);
+  // The connection ended: the slot counts no more, and is to be erased.
+  void closed(Slot& slot) { slot.pool = Pool::kClosed; }
+  // REQUIRES: nothing its canceler wrapped is alive.
   void erase(Slot& slot);
   Slot* find(const void* stream);
 
@@ -60,8 +64,8 @@ class ConnectionSlots {
 
  private:
   size_t limitOf(Pool pool) const;
-  // Closes the oldest connection of `pool` other than `keep`, among those of the uid holding the
-  // most of that pool when `byUid`.
+  // Closes the connection of `pool` opened first, other than `keep`, among those of the uid
+  // holding the most of that pool when `byUid`.
   void evictOldest(Pool pool, bool byUid, const Slot* keep);
 
   SlotLimits limits_;

@@ -1,5 +1,7 @@
 #include "sidecar/status/deadline_stream.h"
 
+#include <kj/debug.h>
+
 namespace fencekeeper::status {
 
 kj::Promise<void> DeadlineStream::bounded(kj::Promise<void> write) {

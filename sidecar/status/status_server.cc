@@ -43,8 +43,13 @@ kj::Promise<void> sendText(kj::HttpService::Response& response, kj::HttpHeaderTa
   return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
 }
 
+// The path of a request target, without its query.
+kj::String barePath(kj::StringPtr url) {
+  return kj::heapString(url.slice(0, url.findFirst('?').orDefault(url.size())));
+}
+
 bool isProbe(kj::StringPtr url) {
-  auto bare = url.slice(0, url.findFirst('?').orDefault(url.size()));
+  auto bare = barePath(url);
   return bare == "/healthz" || bare == "/readyz";
 }
 
@@ -78,7 +83,7 @@ class StatusServer::TcpService final : public kj::HttpService {
   kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
                             const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                             Response& response) override {
-    auto bare = kj::heapString(url.slice(0, url.findFirst('?').orDefault(url.size())));
+    auto bare = barePath(url);
     if (bare == "/healthz" || bare == "/readyz" || bare == "/metrics") {
       return routes_.request(method, url, headers, body, response);
     }
@@ -133,20 +138,19 @@ class StatusServer::PooledService final : public kj::HttpService {
   kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
                             const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                             Response& response) override {
-    auto& timer = server_.context_.timer;
     if (slot_.pool == Pool::kRefused) {
       server_.closeNext_ = true;
       return inner_->request(method, url, headers, body, response);
     }
-    std::string full = slots_.enter(slot_, isProbe(url) ? Pool::kProbe : Pool::kOther, timer.now());
+    std::string full = slots_.enter(slot_, isProbe(url) ? Pool::kProbe : Pool::kOther);
     if (!full.empty()) {
       server_.metrics_.statusRequest("other", 503);
       server_.closeNext_ = true;
       return sendText(response, *server_.table_, 503, "Service Unavailable",
                       kj::str(full.c_str(), "\n"));
     }
-    return inner_->request(method, url, headers, body, response).then([this, &timer] {
-      slots_.answered(slot_, timer.now());
+    return inner_->request(method, url, headers, body, response).then([this] {
+      slots_.answered(slot_);
     });
   }
 
@@ -214,9 +218,14 @@ void StatusServer::serve(Listener& listener, kj::AuthenticatedStream stream) {
   auto& slots = *listener.slots;
   auto& slot = slots.open(connection.get(), uid, pool, context_.timer.now());
   slot.service = kj::mv(inner);
-  auto erase = [&slots, &slot] { slots.erase(slot); };
+  // KJ drops the node the canceler wrapped only after this continuation has run: the slot, and
+  // its canceler, go on a later turn.
+  auto done = [this, &slots, &slot] {
+    slots.closed(slot);
+    connections_.add(kj::evalLater([&slots, &slot] { slots.erase(slot); }));
+  };
   connections_.add(slot.canceler.wrap(http_.listenHttp(kj::mv(connection)))
-                       .then(erase, [erase](kj::Exception&&) { erase(); }));
+                       .then(kj::cp(done), [done](kj::Exception&&) { done(); }));
 }
 
 kj::Own<kj::HttpService> StatusServer::serviceFor(kj::AsyncIoStream& connection) {
