@@ -35,7 +35,7 @@ struct SlotLimits {
 class ConnectionSlots {
  public:
   struct Slot {
-    const void* stream = nullptr;    // the connection, for find()
+    const void* stream = nullptr;    // the connection until its service is made, for find()
     std::optional<uint32_t> uid;     // none on TCP: one share for all its peers
     Pool pool = Pool::kWaiting;
     TimePoint opened{};              // accepted: the first opened is the first closed

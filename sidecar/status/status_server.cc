@@ -231,6 +231,7 @@ void StatusServer::serve(Listener& listener, kj::AuthenticatedStream stream) {
 kj::Own<kj::HttpService> StatusServer::serviceFor(kj::AsyncIoStream& connection) {
   for (auto& listener : listeners_) {
     if (auto* slot = listener.slots->find(&connection)) {
+      slot->stream = nullptr;  // found once: a later stream may get the same address
       return kj::heap<PooledService>(*this, *listener.slots, *slot, kj::mv(slot->service));
     }
   }
