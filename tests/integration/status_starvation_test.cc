@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -99,7 +101,19 @@ class StatusStarvation : public ::testing::Test {
       int code = run->wait(milliseconds(15'000));
       EXPECT_EQ(code, 0) << args.back() << ": " << run->log();
       EXPECT_LT(msSince(t0), kProbeDeadline.count()) << args.back();
+      std::printf("fencectl %s: %lld ms (sidecar RSS %s)\n", args.back().c_str(), msSince(t0),
+                  rss().c_str());
     }
+  }
+
+  // The sidecar's VmRSS line, for the figures in docs/security.md.
+  std::string rss() {
+    std::ifstream in("/proc/" + std::to_string(cluster.sidecar(0).pid()) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return line.substr(line.find_first_not_of(" \t", 6));
+    }
+    return "?";
   }
 
   SidecarCluster cluster;
@@ -111,6 +125,7 @@ class StatusStarvation : public ::testing::Test {
 TEST_F(StatusStarvation, ProbesAnswerWhileSlowAndUnreadConnectionsOfTheirUidFillThePools) {
   start();
   auto dial = [&] { return connectUnix(statusPath); };
+  std::printf("before the flood: sidecar RSS %s\n", rss().c_str());
   Flood flood;
   flood.open(80, dial, pipelined("/metrics", 200));  // answers nobody reads, on other routes
   flood.open(40, dial, pipelined("/healthz", 4000));  // and on the probes' routes
