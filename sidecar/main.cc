@@ -12,9 +12,9 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/kj_loop.h"
 #include "sidecar/config.h"

@@ -18,7 +18,8 @@ namespace {
 UniqueFd openPath(const std::string& path) {
   UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
-    throw std::runtime_error("cannot open socket directory '" + path + "': " + std::strerror(errno));
+    throw std::runtime_error("cannot open socket directory '" + path +
+                             "': " + std::strerror(errno));
   }
   return fd;
 }
@@ -88,9 +89,10 @@ void SocketDirGuard::check() {
     failing_ = false;
   } else if (!failing_) {
     failing_ = true;
-    spdlog::error("socket directory {} is gone from its name ({}): clients cannot reach the "
-                  "sidecar; restart it",
-                  dir_, why);
+    spdlog::error(
+        "socket directory {} is gone from its name ({}): clients cannot reach the "
+        "sidecar; restart it",
+        dir_, why);
   }
 }
 

@@ -10,11 +10,16 @@ namespace {
 
 const char* nameOf(Pool pool) {
   switch (pool) {
-    case Pool::kWaiting: return "waiting for a request";
-    case Pool::kProbe: return "probe";
-    case Pool::kOther: return "route";
-    case Pool::kRefused: return "refused-peer";
-    case Pool::kClosed: break;
+    case Pool::kWaiting:
+      return "waiting for a request";
+    case Pool::kProbe:
+      return "probe";
+    case Pool::kOther:
+      return "route";
+    case Pool::kRefused:
+      return "refused-peer";
+    case Pool::kClosed:
+      break;
   }
   return "closed";
 }
@@ -27,11 +32,16 @@ std::string uidText(std::optional<uint32_t> uid) {
 
 size_t ConnectionSlots::limitOf(Pool pool) const {
   switch (pool) {
-    case Pool::kWaiting: return limits_.waiting;
-    case Pool::kProbe: return limits_.probes;
-    case Pool::kOther: return limits_.others;
-    case Pool::kRefused: return limits_.refused;
-    case Pool::kClosed: break;
+    case Pool::kWaiting:
+      return limits_.waiting;
+    case Pool::kProbe:
+      return limits_.probes;
+    case Pool::kOther:
+      return limits_.others;
+    case Pool::kRefused:
+      return limits_.refused;
+    case Pool::kClosed:
+      break;
   }
   return 0;
 }
@@ -116,8 +126,8 @@ void ConnectionSlots::evictOldest(Pool pool, bool byUid, const Slot* keep) {
     if (!oldest || s.opened < oldest->opened) oldest = &s;
   }
   if (!oldest) return;
-  spdlog::debug("{}: {} {} connections open, closing the one opened first, of {}", name_, count(pool),
-                nameOf(pool), uidText(oldest->uid));
+  spdlog::debug("{}: {} {} connections open, closing the one opened first, of {}", name_,
+                count(pool), nameOf(pool), uidText(oldest->uid));
   oldest->pool = Pool::kClosed;  // its task's end erases it
   oldest->canceler.cancel(kj::str("closed to make room in the ", nameOf(pool), " pool"));
 }

@@ -22,8 +22,10 @@
 
 namespace fencekeeper::status {
 
+// kClosed: the connection is being closed and counts in no pool.
 enum class Pool { kWaiting, kProbe, kOther, kRefused, kClosed };
 
+// Per listening socket; docs/security.md ("The status server's limits") gives each one's reason.
 struct SlotLimits {
   size_t waiting = 64;
   size_t probes = 16;
@@ -35,11 +37,11 @@ struct SlotLimits {
 class ConnectionSlots {
  public:
   struct Slot {
-    const void* stream = nullptr;    // the connection until its service is made, for find()
-    std::optional<uint32_t> uid;     // none on TCP: one share for all its peers
+    const void* stream = nullptr;  // the connection until its service is made, for find()
+    std::optional<uint32_t> uid;   // none on TCP: one share for all its peers
     Pool pool = Pool::kWaiting;
-    TimePoint opened{};              // accepted: the first opened is the first closed
-    kj::Canceler canceler;           // wraps the connection's task: cancel() closes it
+    TimePoint opened{};                // accepted: the first opened is the first closed
+    kj::Canceler canceler;             // wraps the connection's task: cancel() closes it
     kj::Own<kj::HttpService> service;  // the routes it may use, until its connection takes them
   };
 

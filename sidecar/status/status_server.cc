@@ -15,7 +15,7 @@ namespace fencekeeper::status {
 namespace {
 
 kj::HttpServerSettings settings(kj::HttpServerErrorHandler& errors,
-                               kj::HttpServerCallbacks& callbacks) {
+                                kj::HttpServerCallbacks& callbacks) {
   kj::HttpServerSettings s;
   s.errorHandler = errors;
   s.callbacks = callbacks;
@@ -213,8 +213,8 @@ void StatusServer::serve(Listener& listener, kj::AuthenticatedStream stream) {
       inner = kj::heap<RefusingService>(*table_, metrics_, refusal);
     }
   }
-  auto connection =
-      kj::heap<DeadlineStream>(kj::mv(stream.stream), kjTimer_, kWriteTimeout.count() * kj::MILLISECONDS);
+  auto connection = kj::heap<DeadlineStream>(kj::mv(stream.stream), kjTimer_,
+                                             kWriteTimeout.count() * kj::MILLISECONDS);
   auto& slots = *listener.slots;
   auto& slot = slots.open(connection.get(), uid, pool, context_.timer.now());
   slot.service = kj::mv(inner);
@@ -246,7 +246,8 @@ void StatusServer::logConnection(const rpc::Peer& peer, const std::string& refus
   if (!refusal.empty()) {
     spdlog::log(first ? spdlog::level::warn : spdlog::level::debug,
                 "status socket: refused connection {} gid {}: {}{}", peer.describe(), peer.gid,
-                refusal, first ? fmt::format(" (later ones of uid {} are logged at debug)", peer.uid) : "");
+                refusal,
+                first ? fmt::format(" (later ones of uid {} are logged at debug)", peer.uid) : "");
   } else if (first) {
     spdlog::info("status socket: connection {} gid {} (later ones of uid {} are logged at debug)",
                  peer.describe(), peer.gid, peer.uid);

@@ -30,9 +30,9 @@ uid_t ownerOf(const std::string& path) {
 // Runs the shell `script` as kImpostorUid; its exit status.
 int asImpostor(SidecarCluster& cluster, const std::string& script) {
   std::string uid = std::to_string(kImpostorUid);
-  ChildProcess sh({"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", "sh", "-c",
-                   script},
-                  cluster.newLogPath("impostor"));
+  ChildProcess sh(
+      {"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", "sh", "-c", script},
+      cluster.newLogPath("impostor"));
   return sh.wait(milliseconds(10'000));
 }
 
@@ -92,8 +92,8 @@ class SharedSocketDirectory : public ::testing::Test {
   void expectALease(size_t i) {
     auto client = cluster.connect(i);
     Status status;
-    auto lease = client->acquire("jobs", acquireOptions(milliseconds(5'000), milliseconds(10'000)),
-                                 &status);
+    auto lease =
+        client->acquire("jobs", acquireOptions(milliseconds(5'000), milliseconds(10'000)), &status);
     EXPECT_TRUE(lease) << status.message;
   }
 

@@ -94,8 +94,8 @@ class StatusStarvation : public ::testing::Test {
 
   // `fencectl health [--ready]` answers ok within kProbeDeadline.
   void expectProbesAnswer() {
-    for (std::vector<std::string> args : {std::vector<std::string>{"health"},
-                                          std::vector<std::string>{"health", "--ready"}}) {
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"health"}, std::vector<std::string>{"health", "--ready"}}) {
       auto t0 = Clock::now();
       auto run = cluster.fencectl(0, args);
       int code = run->wait(milliseconds(15'000));
@@ -127,7 +127,7 @@ TEST_F(StatusStarvation, ProbesAnswerWhileSlowAndUnreadConnectionsOfTheirUidFill
   auto dial = [&] { return connectUnix(statusPath); };
   std::printf("before the flood: sidecar RSS %s\n", rss().c_str());
   Flood flood;
-  flood.open(80, dial, pipelined("/metrics", 200));  // answers nobody reads, on other routes
+  flood.open(80, dial, pipelined("/metrics", 200));   // answers nobody reads, on other routes
   flood.open(40, dial, pipelined("/healthz", 4000));  // and on the probes' routes
   flood.open(80, dial, kSlow);                        // requests that never end
   expectProbesAnswer();
