@@ -140,14 +140,14 @@ class StatusServer::PooledService final : public kj::HttpService {
                             Response& response) override {
     if (slot_.pool == Pool::kRefused) {
       server_.closeNext_ = true;
-      return inner_->request(method, url, headers, body, response);
+      return thenClose(inner_->request(method, url, headers, body, response));
     }
     std::string full = slots_.enter(slot_, isProbe(url) ? Pool::kProbe : Pool::kOther);
     if (!full.empty()) {
       server_.metrics_.statusRequest("other", 503);
       server_.closeNext_ = true;
-      return sendText(response, *server_.table_, 503, "Service Unavailable",
-                      kj::str(full.c_str(), "\n"));
+      return thenClose(sendText(response, *server_.table_, 503, "Service Unavailable",
+                                kj::str(full.c_str(), "\n")));
     }
     return inner_->request(method, url, headers, body, response).then([this] {
       slots_.answered(slot_);
@@ -155,6 +155,15 @@ class StatusServer::PooledService final : public kj::HttpService {
   }
 
  private:
+  // KJ 0.9.2 sends "Connection: close" and still waits for another request: the connection is
+  // closed once the answer is written, on a later turn (not from inside its own task).
+  kj::Promise<void> thenClose(kj::Promise<void> answer) {
+    return answer.then([this] {
+      server_.connections_.add(kj::evalLater(
+          [&slot = slot_] { slot.canceler.cancel("closed after its refusal was written"); }));
+    });
+  }
+
   StatusServer& server_;
   ConnectionSlots& slots_;
   ConnectionSlots::Slot& slot_;

@@ -176,6 +176,15 @@ TEST_F(StatusStarvation, ARefusedUidsConnectionsAreClosedAndTakeNoSlotOfAllowedO
       << refused.log();
   EXPECT_TRUE(waitUntil([&] { return lastClosed(refused.log()) == 200; }, milliseconds(10'000)))
       << refused.log();
+  // A refused request is answered 403, and the connection closed at once, even kept alive.
+  ChildProcess keptAlive({"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", tool,
+                          statusPath, "/healthz", "--keep-alive"},
+                         cluster.newLogPath("refused-keep-alive"));
+  ASSERT_EQ(keptAlive.wait(milliseconds(10'000)), 0) << keptAlive.log();
+  EXPECT_EQ(keptAlive.log().rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << keptAlive.log();
+  auto at = keptAlive.log().find("closed after ");
+  ASSERT_NE(at, std::string::npos) << keptAlive.log();
+  EXPECT_LT(std::stol(keptAlive.log().substr(at + 13)), 1'000) << keptAlive.log();
 }
 
 // An answer nobody reads is given up after the write deadline (5 s) and its connection closed;
