@@ -49,8 +49,8 @@ class StatusServer final : private kj::TaskSet::ErrorHandler, private kj::HttpSe
   // The service for a new connection (found by its stream): the routes, or 403 for a peer the
   // allow-list refuses, behind its slot.
   kj::Own<kj::HttpService> serviceFor(kj::AsyncIoStream& connection);
-  // Logs a uid's first `what` at info (warn when `refused`), later ones at debug: probes come
-  // often and a refused peer may come in a loop.
+  // Logs a uid's first connection at info (its first refused one at warn with why), later ones
+  // at debug: probes come often, and a refused peer may come in a loop.
   void logConnection(const rpc::Peer& peer, const std::string& refusal);
   // The next answer goes out with "Connection: close" (a refusal: 403 or 503).
   bool shouldClose() override;
@@ -65,8 +65,8 @@ class StatusServer final : private kj::TaskSet::ErrorHandler, private kj::HttpSe
   kj::Timer& kjTimer_;
   kj::HttpServer http_;
   uint64_t nextConnection_ = 1;
-  bool closeNext_ = false;
-  std::vector<uint32_t> loggedUids_;
+  bool closeNext_ = false;  // read and cleared by shouldClose()
+  std::vector<uint32_t> loggedUids_;         // at most kLoggedUids each
   std::vector<uint32_t> loggedRefusedUids_;
   std::list<Listener> listeners_;  // stable: each accept loop refers to its own
   kj::TaskSet connections_;        // destroyed first: its tasks use the listeners' slots
