@@ -65,8 +65,8 @@ class StatusServer final : private kj::TaskSet::ErrorHandler, private kj::HttpSe
   kj::Timer& kjTimer_;
   kj::HttpServer http_;
   uint64_t nextConnection_ = 1;
-  bool closeNext_ = false;  // read and cleared by shouldClose()
-  std::vector<uint32_t> loggedUids_;         // at most kLoggedUids each
+  bool closeNext_ = false;            // read and cleared by shouldClose()
+  std::vector<uint32_t> loggedUids_;  // at most kLoggedUids each
   std::vector<uint32_t> loggedRefusedUids_;
   std::list<Listener> listeners_;  // stable: each accept loop refers to its own
   kj::TaskSet connections_;        // destroyed first: its tasks use the listeners' slots
