@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "common/kj_loop.h"
 #include "sidecar/config.h"
@@ -23,6 +24,7 @@
 #include "sidecar/logging/kj_log.h"
 #include "sidecar/logging/log_format.h"
 #include "sidecar/rpc/sidecar_server.h"
+#include "sidecar/rpc/socket_dir_guard.h"
 #include "sidecar/rpc/status_report.h"
 #include "sidecar/rpc/unix_socket.h"
 #include "sidecar/shm/lease_table_publisher.h"
@@ -221,6 +223,11 @@ int run(const SidecarConfig& config) {
       statusServer->listen(address->listen());
     });
   }
+  // Where a socket's directory is its own subdirectory of one others may write, it is kept there.
+  std::vector<std::unique_ptr<rpc::SocketDirGuard>> dirGuards;
+  for (const rpc::BoundSocket* b : {&bound, statusBound ? &*statusBound : nullptr}) {
+    if (b && b->ownDirectory) dirGuards.push_back(std::make_unique<rpc::SocketDirGuard>(*b, timer));
+  }
   spdlog::info("status socket={} listen={}", statusBound ? statusBound->path : "none",
                config.statusListen.empty() ? "off" : config.statusListen);
   spdlog::info(
@@ -239,6 +246,7 @@ int run(const SidecarConfig& config) {
                sigabbrev_np(signalled.si_signo));
 
   listener->stopAccepting();
+  dirGuards.clear();
   rpc::removeBoundSocket(bound);
   auto paf = kj::newPromiseAndFulfiller<void>();
   engine->shutdown([&] { paf.fulfiller->fulfill(); });

@@ -1,6 +1,9 @@
 #include "sidecar/rpc/unix_socket.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -94,6 +97,33 @@ bool maybeLive(const sockaddr_un& addr) {
   return rc == 0 || err != ECONNREFUSED;
 }
 
+// True when nothing can serve at `addr`: no socket there, or connecting is refused.
+bool provablyDead(const sockaddr_un& addr) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return false;
+  int rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  int err = errno;
+  close(fd);
+  return rc != 0 && (err == ENOENT || err == ECONNREFUSED);
+}
+
+// Where the configured directory lets others write, "NAME.d" is anyone's to create or rename.
+// One that is not this uid's (or root's) directory, and in which provably nothing serves, is
+// renamed to "NAME.d.uid<U>-<inode>" so the bind can make its own; any other is left for the
+// checks of useDirectory to refuse (another sidecar, or an impostor someone must stop).
+void reclaimOwnDirectory(const std::filesystem::path& dir, const sockaddr_un& addr) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == 0)) return;
+  if (!provablyDead(addr)) return;
+  std::string aside =
+      dir.string() + ".uid" + std::to_string(st.st_uid) + "-" + std::to_string(st.st_ino);
+  if (renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, aside.c_str(), RENAME_NOREPLACE) == 0) {
+    spdlog::warn("socket directory '{}' was uid {}'s and nothing served in it: moved it to '{}'",
+                 dir.string(), st.st_uid, aside);
+  }
+}
+
 }  // namespace
 
 BoundSocket bindUnixSocket(const std::string& configured, bool worldAccessible) {
@@ -102,9 +132,10 @@ BoundSocket bindUnixSocket(const std::string& configured, bool worldAccessible) 
   mode_t dirMode = worldAccessible ? 0755 : 0750;
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  BoundSocket bound{-1, path, 0, 0, {}};
+  BoundSocket bound{-1, path, 0, 0, {}, path != configured};
   try {
-    useDirectory(dir, dirMode, path != configured, bound.createdDirs);
+    if (bound.ownDirectory) reclaimOwnDirectory(dir, addr);
+    useDirectory(dir, dirMode, bound.ownDirectory, bound.createdDirs);
 
     struct stat st {};
     if (lstat(path.c_str(), &st) == 0) {

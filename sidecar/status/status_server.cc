@@ -5,16 +5,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "sidecar/rpc/peer.h"
+#include "sidecar/status/deadline_stream.h"
 
 namespace fencekeeper::status {
 
 namespace {
 
-kj::HttpServerSettings settings(kj::HttpServerErrorHandler& errors) {
+kj::HttpServerSettings settings(kj::HttpServerErrorHandler& errors,
+                                kj::HttpServerCallbacks& callbacks) {
   kj::HttpServerSettings s;
   s.errorHandler = errors;
+  s.callbacks = callbacks;
   s.headerTimeout = StatusServer::kHeaderTimeout.count() * kj::MILLISECONDS;
   s.pipelineTimeout = StatusServer::kHeaderTimeout.count() * kj::MILLISECONDS;
   s.canceledUploadGracePeriod = 100 * kj::MILLISECONDS;
@@ -37,6 +41,16 @@ kj::Promise<void> sendText(kj::HttpService::Response& response, kj::HttpHeaderTa
   auto stream = response.send(code, status, headers, body.size());
   auto& out = *stream;
   return out.write(body.begin(), body.size()).attach(kj::mv(stream), kj::mv(body));
+}
+
+// The path of a request target, without its query.
+kj::String barePath(kj::StringPtr url) {
+  return kj::heapString(url.slice(0, url.findFirst('?').orDefault(url.size())));
+}
+
+bool isProbe(kj::StringPtr url) {
+  auto bare = barePath(url);
+  return bare == "/healthz" || bare == "/readyz";
 }
 
 }  // namespace
@@ -69,7 +83,7 @@ class StatusServer::TcpService final : public kj::HttpService {
   kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
                             const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
                             Response& response) override {
-    auto bare = kj::heapString(url.slice(0, url.findFirst('?').orDefault(url.size())));
+    auto bare = barePath(url);
     if (bare == "/healthz" || bare == "/readyz" || bare == "/metrics") {
       return routes_.request(method, url, headers, body, response);
     }
@@ -113,65 +127,148 @@ class StatusServer::PlainErrors final : public kj::HttpServerErrorHandler {
   kj::HttpHeaderTable& table_;
 };
 
+// A connection's service behind its slot: each request enters the probe pool or the other
+// routes' pool (a 503 when that is full), and the connection waits in the waiting pool again
+// once the answer is written. A refused peer's slot stays in its pool; its 403 closes it.
+class StatusServer::PooledService final : public kj::HttpService {
+ public:
+  PooledService(StatusServer& server, ConnectionSlots& slots, ConnectionSlots::Slot& slot,
+                kj::Own<kj::HttpService> inner)
+      : server_(server), slots_(slots), slot_(slot), inner_(kj::mv(inner)) {}
+  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url,
+                            const kj::HttpHeaders& headers, kj::AsyncInputStream& body,
+                            Response& response) override {
+    if (slot_.pool == Pool::kRefused) {
+      server_.closeNext_ = true;
+      return thenClose(inner_->request(method, url, headers, body, response));
+    }
+    std::string full = slots_.enter(slot_, isProbe(url) ? Pool::kProbe : Pool::kOther);
+    if (!full.empty()) {
+      server_.metrics_.statusRequest("other", 503);
+      server_.closeNext_ = true;
+      return thenClose(sendText(response, *server_.table_, 503, "Service Unavailable",
+                                kj::str(full.c_str(), "\n")));
+    }
+    return inner_->request(method, url, headers, body, response).then([this] {
+      slots_.answered(slot_);
+    });
+  }
+
+ private:
+  // KJ 0.9.2 sends "Connection: close" and still waits for another request: the connection is
+  // closed once the answer is written, on a later turn (not from inside its own task).
+  kj::Promise<void> thenClose(kj::Promise<void> answer) {
+    return answer.then([this] {
+      server_.connections_.add(kj::evalLater(
+          [&slot = slot_] { slot.canceler.cancel("closed after its refusal was written"); }));
+    });
+  }
+
+  StatusServer& server_;
+  ConnectionSlots& slots_;
+  ConnectionSlots::Slot& slot_;
+  kj::Own<kj::HttpService> inner_;
+};
+
 StatusServer::StatusServer(rpc::ServerContext& context, Metrics& metrics, kj::Timer& kjTimer)
     : context_(context),
       metrics_(metrics),
       table_(buildTable(allow_)),
       service_(context, metrics, *table_, allow_),
       errors_(kj::heap<PlainErrors>(*table_)),
+      kjTimer_(kjTimer),
       http_(
           kjTimer, *table_,
           [this](kj::AsyncIoStream& connection) { return serviceFor(connection); },
-          settings(*errors_)),
+          settings(*errors_, *this)),
       connections_(*this) {}
 
 StatusServer::~StatusServer() noexcept(false) { context_.statusAcceptLoop = nullptr; }
 
 void StatusServer::listen(kj::Own<kj::ConnectionReceiver> receiver) {
-  auto& r = *receiver;
-  receivers_.push_back(kj::mv(receiver));
-  acceptLoops_.push_back(std::make_unique<rpc::AcceptLoop>(
-      r, context_.timer, [this](kj::AuthenticatedStream s) { serve(kj::mv(s)); }));
+  auto& listener = listeners_.emplace_back();
+  listener.slots = std::make_unique<ConnectionSlots>(
+      SlotLimits{}, listeners_.size() == 1 ? "status socket" : "--status-listen");
+  listener.receiver = kj::mv(receiver);
+  listener.acceptLoop = std::make_unique<rpc::AcceptLoop>(
+      *listener.receiver, context_.timer,
+      [this, &listener](kj::AuthenticatedStream s) { serve(listener, kj::mv(s)); });
   // /healthz reports the first (Unix) socket's accept loop: the probes' way in.
-  if (!context_.statusAcceptLoop) context_.statusAcceptLoop = acceptLoops_.back().get();
+  if (!context_.statusAcceptLoop) context_.statusAcceptLoop = listener.acceptLoop.get();
 }
 
-void StatusServer::serve(kj::AuthenticatedStream stream) {
-  if (open_ >= kMaxConnections) {
-    spdlog::debug("status socket: {} connections open, closing a new one", open_);
-    return;  // dropping the stream closes it
+void StatusServer::serve(Listener& listener, kj::AuthenticatedStream stream) {
+  bool unixSocket = true;
+  KJ_IF_MAYBE (fd, stream.stream->getFd()) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    unixSocket = getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+                 address.ss_family == AF_UNIX;
   }
-  ++open_;
-  connections_.add(http_.listenHttp(kj::mv(stream.stream))
-                       .then([this] { --open_; }, [this](kj::Exception&&) { --open_; }));
+  std::optional<uint32_t> uid;  // none on TCP: no credentials to check
+  kj::Own<kj::HttpService> inner;
+  Pool pool = Pool::kWaiting;
+  if (!unixSocket) {
+    inner = kj::heap<TcpService>(service_, *table_, metrics_);
+  } else {
+    rpc::Peer peer = rpc::readPeer(nextConnection_++, *stream.stream);
+    std::string refusal = peer.known && peer.uid == getuid() ? "" : context_.allow.refusal(peer);
+    logConnection(peer, refusal);
+    if (peer.known) uid = peer.uid;
+    if (refusal.empty()) {
+      inner = kj::Own<kj::HttpService>(&service_, kj::NullDisposer::instance);
+    } else {
+      pool = Pool::kRefused;
+      inner = kj::heap<RefusingService>(*table_, metrics_, refusal);
+    }
+  }
+  auto connection = kj::heap<DeadlineStream>(kj::mv(stream.stream), kjTimer_,
+                                             kWriteTimeout.count() * kj::MILLISECONDS);
+  auto& slots = *listener.slots;
+  auto& slot = slots.open(connection.get(), uid, pool, context_.timer.now());
+  slot.service = kj::mv(inner);
+  // KJ drops the node the canceler wrapped only after this continuation has run: the slot, and
+  // its canceler, go on a later turn.
+  auto done = [this, &slots, &slot] {
+    slots.closed(slot);
+    connections_.add(kj::evalLater([&slots, &slot] { slots.erase(slot); }));
+  };
+  connections_.add(slot.canceler.wrap(http_.listenHttp(kj::mv(connection)))
+                       .then(kj::cp(done), [done](kj::Exception&&) { done(); }));
 }
 
 kj::Own<kj::HttpService> StatusServer::serviceFor(kj::AsyncIoStream& connection) {
-  kj::Own<kj::HttpService> allowed(&service_, kj::NullDisposer::instance);
-  KJ_IF_MAYBE (fd, connection.getFd()) {
-    sockaddr_storage address{};
-    socklen_t length = sizeof address;
-    if (getsockname(*fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
-        address.ss_family != AF_UNIX) {
-      return kj::heap<TcpService>(service_, *table_, metrics_);  // no credentials to check
+  for (auto& listener : listeners_) {
+    if (auto* slot = listener.slots->find(&connection)) {
+      slot->stream = nullptr;  // found once: a later stream may get the same address
+      return kj::heap<PooledService>(*this, *listener.slots, *slot, kj::mv(slot->service));
     }
   }
-  rpc::Peer peer = rpc::readPeer(nextConnection_++, connection);
-  std::string refusal = peer.known && peer.uid == getuid() ? "" : context_.allow.refusal(peer);
+  KJ_FAIL_REQUIRE("a status connection without a slot");
+}
+
+void StatusServer::logConnection(const rpc::Peer& peer, const std::string& refusal) {
+  auto& logged = refusal.empty() ? loggedUids_ : loggedRefusedUids_;
+  bool first = logged.size() < kLoggedUids &&
+               std::find(logged.begin(), logged.end(), peer.uid) == logged.end();
+  if (first) logged.push_back(peer.uid);
   if (!refusal.empty()) {
-    spdlog::warn("status socket: refused connection {} gid {}: {}", peer.describe(), peer.gid,
-                 refusal);
-    return kj::heap<RefusingService>(*table_, metrics_, refusal);
-  }
-  bool first = std::find(loggedUids_.begin(), loggedUids_.end(), peer.uid) == loggedUids_.end();
-  if (first && loggedUids_.size() < kLoggedUids) {
-    loggedUids_.push_back(peer.uid);
+    spdlog::log(first ? spdlog::level::warn : spdlog::level::debug,
+                "status socket: refused connection {} gid {}: {}{}", peer.describe(), peer.gid,
+                refusal,
+                first ? fmt::format(" (later ones of uid {} are logged at debug)", peer.uid) : "");
+  } else if (first) {
     spdlog::info("status socket: connection {} gid {} (later ones of uid {} are logged at debug)",
                  peer.describe(), peer.gid, peer.uid);
   } else {
     spdlog::debug("status socket: connection {} gid {}", peer.describe(), peer.gid);
   }
-  return allowed;
+}
+
+bool StatusServer::shouldClose() {
+  bool close = closeNext_;
+  closeNext_ = false;
+  return close;
 }
 
 void StatusServer::taskFailed(kj::Exception&& e) {

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/fake_sidecar.h"
 #include "tests/support/sidecar_cluster.h"
 #include "tests/support/wait.h"
 
@@ -20,6 +21,20 @@ namespace fencekeeper::testing {
 namespace {
 
 using std::chrono::milliseconds;
+
+uid_t ownerOf(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+}
+
+// Runs the shell `script` as kImpostorUid; its exit status.
+int asImpostor(SidecarCluster& cluster, const std::string& script) {
+  std::string uid = std::to_string(kImpostorUid);
+  ChildProcess sh(
+      {"setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups", "sh", "-c", script},
+      cluster.newLogPath("impostor"));
+  return sh.wait(milliseconds(10'000));
+}
 
 bool isSocket(const std::string& path) {
   struct stat st {};
@@ -71,6 +86,15 @@ class SharedSocketDirectory : public ::testing::Test {
     std::tie(code, out) = fencectl(i, {"get", "/metrics"});
     EXPECT_EQ(code, 0) << out;
     EXPECT_NE(out.find("\nfencekeeper_build_info{"), std::string::npos) << out;
+  }
+
+  // Sidecar i grants a lease to a new client.
+  void expectALease(size_t i) {
+    auto client = cluster.connect(i);
+    Status status;
+    auto lease =
+        client->acquire("jobs", acquireOptions(milliseconds(5'000), milliseconds(10'000)), &status);
+    EXPECT_TRUE(lease) << status.message;
   }
 
   SidecarCluster cluster;
@@ -142,6 +166,60 @@ TEST_F(SharedSocketDirectory, AFailedStartLeavesNoFileBehindAndTheLiveSidecarKee
     EXPECT_TRUE(cluster.waitReady(a)) << "the lease socket";
     expectServedWithDefaults(a, aStatus);
   }
+}
+
+// Issue 24: in a directory anyone may write that has no sticky bit (an emptyDir: 0777, 2777 with
+// an fsGroup), another uid renamed NAME.d away and made its own: the sidecar was unreachable until
+// restarted, and the restart refused that directory. The sidecar now renames its directory back
+// within a second or two, and the impostor's ends up beside it.
+TEST_F(SharedSocketDirectory, ADirectoryAnotherUidRenamesAwayIsPutBackAndClientsGetLeases) {
+  ASSERT_EQ(chmod(cluster.dir().c_str(), 0711), 0) << "the impostor reaches the directory";
+  for (mode_t mode : {mode_t{0777}, mode_t{02777}}) {
+    SCOPED_TRACE(mode);
+    std::string dir = makeDirectory(cluster.dir() + "/r" + std::to_string(mode), mode);
+    size_t i = startWithDefaults(dir + "/fk.sock");
+    std::string own = dir + "/fk.sock.d";
+    ASSERT_EQ(asImpostor(cluster, "mv " + own + " " + dir + "/away && mkdir " + own), 0);
+    ASSERT_EQ(ownerOf(own), kImpostorUid) << "the rename took";
+    EXPECT_TRUE(waitUntil([&] { return ownerOf(own) == geteuid(); }, milliseconds(5'000)))
+        << "the sidecar's directory is back under its name";
+    EXPECT_EQ(ownerOf(dir + "/away"), kImpostorUid) << "and the impostor's where it put ours";
+    EXPECT_NE(cluster.sidecar(i).log().find("socket directory " + own +
+                                            " had been renamed to away and uid 65534's put in "
+                                            "its place (now at away): renamed it back"),
+              std::string::npos)
+        << cluster.sidecar(i).log();
+    expectServedWithDefaults(i, own + "/fk.sock.status");
+    expectALease(i);
+  }
+}
+
+// A sidecar killed without cleaning up leaves its own directory and stale socket: the next start
+// uses them. One whose directory another uid then renamed away and replaced (with nothing serving
+// in it) used to refuse to start until someone removed it by hand: now it moves it aside.
+TEST_F(SharedSocketDirectory, ARestartOverALeftoverDirectoryStarts) {
+  ASSERT_EQ(chmod(cluster.dir().c_str(), 0711), 0) << "the impostor reaches the directory";
+  std::string dir = makeDirectory(cluster.dir() + "/left", 0777);
+  size_t i = startWithDefaults(dir + "/fk.sock");
+  std::string own = dir + "/fk.sock.d";
+  cluster.restartSidecar(i);  // SIGKILL: its directory, sockets and table stay behind
+  expectServedWithDefaults(i, own + "/fk.sock.status");
+
+  cluster.sidecar(i).freeze();  // its guard would put the directory back at once
+  ASSERT_EQ(asImpostor(cluster, "mv " + own + " " + dir + "/away && mkdir " + own), 0);
+  cluster.restartSidecar(i);
+  EXPECT_EQ(ownerOf(own), geteuid());
+  std::string aside = dir + "/fk.sock.d.uid65534-";
+  bool movedAside = false;
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    movedAside |= e.path().string().rfind(aside, 0) == 0 && ownerOf(e.path()) == kImpostorUid;
+  }
+  EXPECT_TRUE(movedAside) << "the impostor's directory is kept, renamed";
+  EXPECT_NE(cluster.sidecar(i).log().find("was uid 65534's and nothing served in it: moved it to"),
+            std::string::npos)
+      << cluster.sidecar(i).log();
+  expectServedWithDefaults(i, own + "/fk.sock.status");
+  expectALease(i);
 }
 
 }  // namespace

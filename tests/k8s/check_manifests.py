@@ -205,6 +205,10 @@ def check_sidecar_pod(kdir, workload, image, root):
                 check(m is not None and m["name"] == mount["name"],
                       f"{name}: container {app['name']} mounts {mount['name']} at "
                       f"{os.path.dirname(path)}")
+                # An emptyDir has no sticky bit: only a read-only mount keeps the app's uid from
+                # renaming the sidecar's socket directory away.
+                check(m is not None and m.get("readOnly") is True,
+                      f"{name}: container {app['name']} mounts {mount['name']} read-only")
     # The lease table lives in that volume too: a memory emptyDir's sizeLimit is a tmpfs of that
     # size, and a table larger than it dies of SIGBUS on the first slot past the limit.
     run_volume = volumes.get((mount_of(sidecar, os.path.dirname(socket)) or {}).get("name"), {})

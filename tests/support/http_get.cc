@@ -91,32 +91,44 @@ std::optional<HttpAnswer> exchangeOn(int fd, const std::string& request,
   return std::nullopt;  // timed out
 }
 
-std::optional<HttpAnswer> httpExchange(const std::string& path, const std::string& request,
-                                       std::chrono::milliseconds timeout) {
+int connectUnix(const std::string& path) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return -1;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     close(fd);
-    return std::nullopt;
+    return -1;
   }
-  return exchangeOn(fd, request, timeout);
+  return fd;
 }
 
-std::optional<HttpAnswer> httpExchangeTcp(int port, const std::string& request,
-                                          std::chrono::milliseconds timeout) {
+int connectTcp(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     close(fd);
-    return std::nullopt;
+    return -1;
   }
+  return fd;
+}
+
+std::optional<HttpAnswer> httpExchange(const std::string& path, const std::string& request,
+                                       std::chrono::milliseconds timeout) {
+  int fd = connectUnix(path);
+  if (fd < 0) return std::nullopt;
+  return exchangeOn(fd, request, timeout);
+}
+
+std::optional<HttpAnswer> httpExchangeTcp(int port, const std::string& request,
+                                          std::chrono::milliseconds timeout) {
+  int fd = connectTcp(port);
+  if (fd < 0) return std::nullopt;
   return exchangeOn(fd, request, timeout);
 }
 

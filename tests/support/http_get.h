@@ -14,6 +14,10 @@ struct HttpAnswer {
   std::string body;
 };
 
+// A connected (blocking) stream socket to the Unix socket `path`, or to 127.0.0.1:`port`; -1 when
+// it cannot connect.
+int connectUnix(const std::string& path);
+int connectTcp(int port);
 // Sends `request` (a whole HTTP request) to the Unix socket `path` and reads one answer (its
 // Content-Length, or until the server closes); nullopt when it cannot connect, closes without an
 // answer, or `timeout` passes.
