@@ -125,6 +125,10 @@ struct Limits {
   maxWatchesPerPeer @7 :UInt32;      # --max-watches-per-peer (holder watches of one uid)
   maxWatches @8 :UInt32;             # --max-watches (holder watches, whole sidecar)
   maxHolderReadsPerPeer @9 :UInt32;  # --max-holder-reads-per-peer (a second, per uid)
+  maxCallsPerPeer @10 :UInt32;       # --max-calls-per-peer (unanswered, all of one uid's)
+  maxCalls @11 :UInt32;              # --max-calls (unanswered, whole sidecar)
+  maxQueuedRepliesPerPeer @12 :UInt32;     # --max-queued-replies-per-peer (unread, one uid)
+  maxQueuedReplyBytesPerPeer @13 :UInt64;  # --max-queued-reply-bytes-per-peer
 }
 
 struct ConnectionSummary {
@@ -145,6 +149,9 @@ struct PeerSummary {
   leases @2 :UInt32;
   waiting @3 :UInt32;
   watches @4 :UInt32;        # holder watches open
+  callsInFlight @5 :UInt32;  # unanswered calls, all its connections (--max-calls-per-peer)
+  queuedReplies @6 :UInt32;  # replies its connections have not read (--max-queued-replies-per-peer)
+  queuedReplyBytes @7 :UInt64;
 }
 
 struct Status {

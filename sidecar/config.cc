@@ -71,6 +71,11 @@ Limits (0: unlimited; a refused request answers limitReached naming the limit):
                          read (default 1048576); above it the connection is closed
   --max-queued-replies N  replies to one connection its peer has not read (default
                          256; each holds 8 KiB or more); above it the connection is closed
+  --max-calls-per-peer N  unanswered calls of one uid, all its connections (default 1024)
+  --max-calls N          unanswered calls on this sidecar (default 4096)
+  --max-queued-replies-per-peer N  replies one uid's connections have not read, in all
+                         (default 1024); above it the one with the most unread is closed
+  --max-queued-reply-bytes-per-peer N  their bytes (default 4194304), the same way
   --max-watches-per-peer N  holder watches one uid has open (default 1000)
   --max-watches N        holder watches open on this sidecar (default 10000)
   --max-holder-reads-per-peer N  ZooKeeper holder reads (holder(), holder watches) made
@@ -186,6 +191,10 @@ ParsedFlags parseFlags(int argc, char** argv) {
     kMaxLeases,
     kMaxQueuedReplyBytes,
     kMaxQueuedReplies,
+    kMaxCallsPerPeer,
+    kMaxCalls,
+    kMaxQueuedRepliesPerPeer,
+    kMaxQueuedReplyBytesPerPeer,
     kMaxWatchesPerPeer,
     kMaxWatches,
     kMaxHolderReadsPerPeer,
@@ -221,6 +230,11 @@ ParsedFlags parseFlags(int argc, char** argv) {
       {"max-leases", required_argument, nullptr, kMaxLeases},
       {"max-queued-reply-bytes", required_argument, nullptr, kMaxQueuedReplyBytes},
       {"max-queued-replies", required_argument, nullptr, kMaxQueuedReplies},
+      {"max-calls-per-peer", required_argument, nullptr, kMaxCallsPerPeer},
+      {"max-calls", required_argument, nullptr, kMaxCalls},
+      {"max-queued-replies-per-peer", required_argument, nullptr, kMaxQueuedRepliesPerPeer},
+      {"max-queued-reply-bytes-per-peer", required_argument, nullptr,
+       kMaxQueuedReplyBytesPerPeer},
       {"max-watches-per-peer", required_argument, nullptr, kMaxWatchesPerPeer},
       {"max-watches", required_argument, nullptr, kMaxWatches},
       {"max-holder-reads-per-peer", required_argument, nullptr, kMaxHolderReadsPerPeer},
@@ -354,6 +368,18 @@ ParsedFlags parseFlags(int argc, char** argv) {
       case kMaxQueuedReplies:
         if (!count(c.limits.maxQueuedReplies, UINT32_MAX)) return badCount();
         break;
+      case kMaxCallsPerPeer:
+        if (!count(c.limits.maxCallsPerPeer, UINT32_MAX)) return badCount();
+        break;
+      case kMaxCalls:
+        if (!count(c.limits.maxCalls, UINT32_MAX)) return badCount();
+        break;
+      case kMaxQueuedRepliesPerPeer:
+        if (!count(c.limits.maxQueuedRepliesPerPeer, UINT32_MAX)) return badCount();
+        break;
+      case kMaxQueuedReplyBytesPerPeer:
+        if (!count(c.limits.maxQueuedReplyBytesPerPeer, UINT64_MAX)) return badCount();
+        break;
       case kMaxWatchesPerPeer:
         if (!count(c.limits.maxWatchesPerPeer, UINT32_MAX)) return badCount();
         break;
@@ -454,6 +480,10 @@ std::string describeConfig(const SidecarConfig& c) {
   line("max-leases", c.limits.maxLeases);
   line("max-queued-reply-bytes", c.limits.maxQueuedReplyBytes);
   line("max-queued-replies", c.limits.maxQueuedReplies);
+  line("max-calls-per-peer", c.limits.maxCallsPerPeer);
+  line("max-calls", c.limits.maxCalls);
+  line("max-queued-replies-per-peer", c.limits.maxQueuedRepliesPerPeer);
+  line("max-queued-reply-bytes-per-peer", c.limits.maxQueuedReplyBytesPerPeer);
   line("max-watches-per-peer", c.limits.maxWatchesPerPeer);
   line("max-watches", c.limits.maxWatches);
   line("max-holder-reads-per-peer", c.limits.maxHolderReadsPerPeer);

@@ -19,6 +19,10 @@ struct LimitFlags {
   uint64_t maxLeases = 10'000;
   uint64_t maxQueuedReplyBytes = 1 << 20;
   uint64_t maxQueuedReplies = 256;
+  uint64_t maxCallsPerPeer = 1'024;               // unanswered, all of one uid's connections
+  uint64_t maxCalls = 4'096;                      // unanswered, the whole sidecar
+  uint64_t maxQueuedRepliesPerPeer = 1'024;       // unread, all of one uid's connections
+  uint64_t maxQueuedReplyBytesPerPeer = 4 << 20;  // unread bytes, all of one uid's connections
   uint64_t maxWatchesPerPeer = 1'000;  // holder watches open, per peer uid
   uint64_t maxWatches = 10'000;        // holder watches open on the sidecar
   uint64_t maxHolderReadsPerPeer = 1'000;  // holder reads a second, per peer uid (not 0)

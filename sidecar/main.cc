@@ -93,6 +93,10 @@ rpc::ConnectionLimits connectionLimits(const LimitFlags& flags) {
   limits.maxCallsPerConnection = clamp32(flags.maxCallsPerConnection);
   limits.maxQueuedReplyBytes = flags.maxQueuedReplyBytes;
   limits.maxQueuedReplies = clamp32(flags.maxQueuedReplies);
+  limits.maxCallsPerPeer = clamp32(flags.maxCallsPerPeer);
+  limits.maxCalls = clamp32(flags.maxCalls);
+  limits.maxQueuedRepliesPerPeer = clamp32(flags.maxQueuedRepliesPerPeer);
+  limits.maxQueuedReplyBytesPerPeer = flags.maxQueuedReplyBytesPerPeer;
   // Capabilities of released leases cost memory until dropped: bounded, with room to spare.
   limits.maxLeaseCapabilities = clamp32(flags.maxLeasesPerPeer * 2);
   limits.maxHolderWatchesPerPeer = clamp32(flags.maxWatchesPerPeer);

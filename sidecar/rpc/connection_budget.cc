@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sidecar/rpc/peer_load.h"
+
 namespace fencekeeper::rpc {
 
 namespace {
@@ -11,11 +13,21 @@ constexpr uint64_t kLoggedRefusals = 3;
 }  // namespace
 
 ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused,
-                                   KeptLeases& kept)
-    : peer_(std::move(peer)), limits_(limits), refused_(refused), kept_(kept) {
+                                   KeptLeases& kept, PeerLoad& load)
+    : peer_(std::move(peer)), limits_(limits), refused_(refused), kept_(kept), load_(load) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   closer_ = kj::mv(paf.fulfiller);
   closed_ = kj::mv(paf.promise);
+}
+
+ConnectionBudget::CallSlot::CallSlot(ConnectionBudget& b) : budget(b) {
+  ++budget.calls_;
+  budget.load_.callStarted(budget.peer_.uid);
+}
+
+ConnectionBudget::CallSlot::~CallSlot() {
+  --budget.calls_;
+  budget.load_.callEnded(budget.peer_.uid);
 }
 
 void ConnectionBudget::close(const std::string& reason) {
@@ -41,12 +53,19 @@ std::optional<Refusal> ConnectionBudget::admit() {
     close(why);
     return Refusal{engine::LeaseError::kLimitReached, why};
   }
+  // This connection read its replies; its uid's other connections may not have.
+  load_.shedUnreadReplies(peer_.uid);
+  if (!closeReason_.empty()) return Refusal{engine::LeaseError::kLimitReached, closeReason_};
   if (limits_.maxCallsPerConnection && calls_ >= limits_.maxCallsPerConnection) {
     std::string why = std::to_string(calls_) + " calls of this connection unanswered, its limit (" +
                       std::to_string(limits_.maxCallsPerConnection) +
                       "): wait for answers, or raise --max-calls-per-connection";
     noteRefused(why);
     return Refusal{engine::LeaseError::kLimitReached, why};
+  }
+  if (auto no = load_.admitCall(peer_.uid)) {
+    noteRefused(no->detail);
+    return no;
   }
   return std::nullopt;
 }

@@ -21,10 +21,15 @@ namespace fencekeeper::rpc {
 struct ConnectionLimits {
   uint32_t maxConnectionsPerPeer = 128;    // --max-connections (per uid)
   uint32_t maxCallsPerConnection = 256;    // --max-calls-per-connection (unanswered)
+  uint32_t maxCallsPerPeer = 1'024;        // --max-calls-per-peer (unanswered, one uid in all)
+  uint32_t maxCalls = 4'096;               // --max-calls (unanswered, the whole sidecar)
   uint64_t maxQueuedReplyBytes = 1 << 20;  // --max-queued-reply-bytes
   // Each queued reply holds a whole message buffer (8 KiB at least) however small it is on the
   // wire: the count bounds the memory, the bytes bound a few large answers.
   uint32_t maxQueuedReplies = 256;        // --max-queued-replies
+  // The same summed over one uid's connections: without them, x --max-connections (issue 24).
+  uint32_t maxQueuedRepliesPerPeer = 1'024;          // --max-queued-replies-per-peer
+  uint64_t maxQueuedReplyBytesPerPeer = 4 << 20;     // --max-queued-reply-bytes-per-peer
   // Lease capabilities kept, released ones included: each costs memory until its peer drops it
   // (issue 24: bounded per connection only, 128 connections of one uid kept 640,000).
   uint32_t maxLeaseCapabilities = 5'000;        // per uid: twice --max-leases-per-peer
@@ -55,10 +60,13 @@ struct RefusalCount {
   }
 };
 
+class PeerLoad;
+
 class ConnectionBudget {
  public:
+  // `load` (the uid's and the sidecar's sums) outlives the budget.
   ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused,
-                   KeptLeases& kept);
+                   KeptLeases& kept, PeerLoad& load);
 
   // Set once the connection's network exists (it reports the queued reply bytes).
   void attach(capnp::TwoPartyVatNetwork& network) { network_ = &network; }
@@ -67,10 +75,10 @@ class ConnectionBudget {
   void close(const std::string& reason);
   const std::string& closeReason() const { return closeReason_; }
 
-  // Counts one call for its lifetime (attach it to the call's promise).
+  // Counts one call for its lifetime (attach it to the call's promise), here and in its uid's sum.
   struct CallSlot {
-    explicit CallSlot(ConnectionBudget& b) : budget(b) { ++budget.calls_; }
-    ~CallSlot() { --budget.calls_; }
+    explicit CallSlot(ConnectionBudget& b);
+    ~CallSlot();
     ConnectionBudget& budget;
   };
   // Says why a call is refused now, or nullopt: admitted (then hold a CallSlot while it runs).
@@ -96,6 +104,7 @@ class ConnectionBudget {
   const ConnectionLimits& limits_;
   RefusalCount& refused_;
   KeptLeases& kept_;
+  PeerLoad& load_;
   capnp::TwoPartyVatNetwork* network_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> closer_;
   kj::Promise<void> closed_ = nullptr;

@@ -410,8 +410,11 @@ struct Connection {
     Registration(ServerContext& c, const Budget& b) : ctx(c), budget(b) {
       ctx.live.emplace(b->peer().connection, b.get());
       ++ctx.connectionsByUid[b->peer().uid];
+      ctx.load.opened(*b);
     }
     ~Registration() {
+      ctx.load.closed(*budget);
+      ctx.heapTrim.connectionClosed();
       ctx.live.erase(budget->peer().connection);
       auto it = ctx.connectionsByUid.find(budget->peer().uid);
       if (--it->second == 0) ctx.connectionsByUid.erase(it);
@@ -467,7 +470,7 @@ std::optional<Refusal> RpcListener::refusalOf(const Peer& peer) const {
 void RpcListener::serve(kj::AuthenticatedStream stream) {
   Peer peer = readPeer(nextConnection_++, *stream.stream);
   auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refused,
-                                                   context_.keptLeases);
+                                                   context_.keptLeases, context_.load);
   capnp::Capability::Client bootstrap = nullptr;
   auto hangUp = kj::newPromiseAndFulfiller<void>();
   if (auto refused = refusalOf(peer)) {

@@ -16,6 +16,8 @@
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/rpc/accept_loop.h"
 #include "sidecar/rpc/connection_budget.h"
+#include "sidecar/rpc/heap_trim.h"
+#include "sidecar/rpc/peer_load.h"
 #include "sidecar/rpc/watch_budget.h"
 #include "sidecar/rpc/peer.h"
 #include "sidecar/shm/lease_table_writer.h"
@@ -33,6 +35,8 @@ struct ServerContext {
   TimePoint startedAt;
   ConnectionLimits limits{};
   WatchBudget watches{limits};
+  PeerLoad load{limits};
+  HeapTrim heapTrim{timer};
   AllowList allow{};
   const AcceptLoop* acceptLoop = nullptr;        // set by the listener, for Status.accepting
   const AcceptLoop* statusAcceptLoop = nullptr;  // the status socket's, when it is served

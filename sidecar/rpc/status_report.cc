@@ -27,6 +27,10 @@ void fillLimits(const ServerContext& ctx, ipc::Limits::Builder out) {
   out.setMaxWatchesPerPeer(ctx.limits.maxHolderWatchesPerPeer);
   out.setMaxWatches(ctx.limits.maxHolderWatchesTotal);
   out.setMaxHolderReadsPerPeer(engine.holderReadsPerPeerPerSecond);
+  out.setMaxCallsPerPeer(ctx.limits.maxCallsPerPeer);
+  out.setMaxCalls(ctx.limits.maxCalls);
+  out.setMaxQueuedRepliesPerPeer(ctx.limits.maxQueuedRepliesPerPeer);
+  out.setMaxQueuedReplyBytesPerPeer(ctx.limits.maxQueuedReplyBytesPerPeer);
 }
 
 void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
@@ -55,6 +59,10 @@ void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
     p.setLeases(counts.held);
     p.setWaiting(counts.waiting);
     p.setWatches(ctx.watches.ofPeer(uid));
+    p.setCallsInFlight(ctx.load.callsOf(uid));
+    auto unread = ctx.load.unreadOf(uid);
+    p.setQueuedReplies(clamp32(unread.replies));
+    p.setQueuedReplyBytes(unread.bytes);
   }
 }
 
