@@ -883,7 +883,7 @@ export class Limits extends $.Struct {
   static _capnp = {
     displayName: "Limits",
     id: "edeff572233f77dc",
-    size: new $.ObjectSize(48, 0),
+    size: new $.ObjectSize(64, 0),
   };
   /**
 * --max-connections (per peer uid)
@@ -985,6 +985,46 @@ export class Limits extends $.Struct {
   set maxHolderReadsPerPeer(value) {
     $.utils.setUint32(40, value, this);
   }
+  /**
+* --max-calls-per-peer (unanswered, all of one uid's)
+*
+*/
+  get maxCallsPerPeer() {
+    return $.utils.getUint32(44, this);
+  }
+  set maxCallsPerPeer(value) {
+    $.utils.setUint32(44, value, this);
+  }
+  /**
+* --max-calls (unanswered, whole sidecar)
+*
+*/
+  get maxCalls() {
+    return $.utils.getUint32(48, this);
+  }
+  set maxCalls(value) {
+    $.utils.setUint32(48, value, this);
+  }
+  /**
+* --max-queued-replies-per-peer (unread, one uid)
+*
+*/
+  get maxQueuedRepliesPerPeer() {
+    return $.utils.getUint32(52, this);
+  }
+  set maxQueuedRepliesPerPeer(value) {
+    $.utils.setUint32(52, value, this);
+  }
+  /**
+* --max-queued-reply-bytes-per-peer
+*
+*/
+  get maxQueuedReplyBytesPerPeer() {
+    return $.utils.getUint64(56, this);
+  }
+  set maxQueuedReplyBytesPerPeer(value) {
+    $.utils.setUint64(56, value, this);
+  }
   toString() { return "Limits_" + super.toString(); }
 }
 export class ConnectionSummary extends $.Struct {
@@ -1067,7 +1107,7 @@ export class PeerSummary extends $.Struct {
   static _capnp = {
     displayName: "PeerSummary",
     id: "dddc29143fab79b7",
-    size: new $.ObjectSize(24, 0),
+    size: new $.ObjectSize(40, 0),
   };
   get uid() {
     return $.utils.getUint32(0, this);
@@ -1102,6 +1142,32 @@ export class PeerSummary extends $.Struct {
   }
   set watches(value) {
     $.utils.setUint32(16, value, this);
+  }
+  /**
+* unanswered calls, all its connections (--max-calls-per-peer)
+*
+*/
+  get callsInFlight() {
+    return $.utils.getUint32(20, this);
+  }
+  set callsInFlight(value) {
+    $.utils.setUint32(20, value, this);
+  }
+  /**
+* replies its connections have not read (--max-queued-replies-per-peer)
+*
+*/
+  get queuedReplies() {
+    return $.utils.getUint32(24, this);
+  }
+  set queuedReplies(value) {
+    $.utils.setUint32(24, value, this);
+  }
+  get queuedReplyBytes() {
+    return $.utils.getUint64(32, this);
+  }
+  set queuedReplyBytes(value) {
+    $.utils.setUint64(32, value, this);
   }
   toString() { return "PeerSummary_" + super.toString(); }
 }
