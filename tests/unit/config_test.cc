@@ -137,7 +137,8 @@ TEST(CheckConfig, ReportsEveryFlagsValue) {
   EXPECT_EQ(keys["max-watches-per-peer"], "50");
   EXPECT_EQ(keys["max-watches"], "10000");
   EXPECT_EQ(keys["max-holder-reads-per-peer"], "20");
-  EXPECT_EQ(keys.size(), 32u);  // a new flag gets a line here too
+  EXPECT_EQ(keys["max-calls-per-peer"], "1024");
+  EXPECT_EQ(keys.size(), 36u);  // a new flag gets a line here too
 }
 
 // --check-config validates exactly as a start does: a bad flag is refused before it is read.
