@@ -8,7 +8,7 @@
 # FK_SANITIZERS=1 (CI) runs the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # (build-asan/) instead of in the plain build: the plain build (build/) still compiles what ships,
 # with every warning the optimizer adds, and runs the tests that exist only there (label
-# plain-only: the model, the install tree, the manifests). Then ThreadSanitizer (build-tsan/)
+# plain-only: the model, the install tree, the manifests, glibc's heap). Then ThreadSanitizer (build-tsan/)
 # runs the tests where threads meet: the client library (cancellable acquires, reconnects), the
 # sidecar's ZooKeeper hand-off, the C ABI, the lease table's seqlocks; only their targets are
 # built. Work that waits on the network runs beside the compiles as SCHED_IDLE: the tests'
@@ -102,7 +102,8 @@ else
   # build-only setup level leaves the packages to the install beside it.
   build_shipped() {
     FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON -DFK_DEBUG_LEVEL=1" \
-      fencekeeper fencectl fencekeeper_c fencekeeper_cxx reconcile-worker fenced-store
+      fencekeeper fencectl fencekeeper_c fencekeeper_cxx reconcile-worker fenced-store \
+      fk_memory_bound_test
   }
   stage "plain build of what ships (build/)" build_shipped
   build_asan() { FK_SETUP_LEVEL=build-only build "$here/build-asan" "$asan_args"; }
@@ -110,7 +111,7 @@ else
   stage "wait: packages and container downloads" join "packages and container downloads"
   # Nothing runs beside the tests: builds and downloads beside them (at nice 19) delayed a
   # sidecar's answers enough to fail two timing-bound tests in one CI run.
-  stage "plain-only tests (model, install, k8s)" in_dir "$here/build" \
+  stage "plain-only tests (model, install, k8s, glibc heap)" in_dir "$here/build" \
     ctest --output-on-failure --timeout 600 -j"$jobs" -L plain-only
   # The floods run 20 s each here instead of a minute (tests/fault/flood_test.cc).
   # tests/lsan.supp: a leak inside libzookeeper_mt at session expiry, the library's own.
