@@ -13,8 +13,13 @@ constexpr uint64_t kLoggedRefusals = 3;
 }  // namespace
 
 ConnectionBudget::ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused,
-                                   KeptLeases& kept, PeerLoad& load)
-    : peer_(std::move(peer)), limits_(limits), refused_(refused), kept_(kept), load_(load) {
+                                   UidTally& keptLeases, UidTally& holderWatches, PeerLoad& load)
+    : peer_(std::move(peer)),
+      limits_(limits),
+      refused_(refused),
+      keptLeases_(keptLeases),
+      uidWatches_(holderWatches),
+      load_(load) {
   auto paf = kj::newPromiseAndFulfiller<void>();
   closer_ = kj::mv(paf.fulfiller);
   closed_ = kj::mv(paf.promise);
@@ -71,8 +76,7 @@ std::optional<Refusal> ConnectionBudget::admit() {
 }
 
 std::optional<Refusal> ConnectionBudget::admitLease() const {
-  auto mine = kept_.byUid.find(peer_.uid);
-  uint32_t kept = mine == kept_.byUid.end() ? 0 : mine->second;
+  uint32_t kept = keptLeases_.of(peer_.uid);
   if (limits_.maxLeaseCapabilities && kept >= limits_.maxLeaseCapabilities) {
     return Refusal{engine::LeaseError::kLimitReached,
                    "uid " + std::to_string(peer_.uid) + " keeps " + std::to_string(kept) +
@@ -81,9 +85,10 @@ std::optional<Refusal> ConnectionBudget::admitLease() const {
                        ", twice --max-leases-per-peer): drop the Lease objects of released "
                        "or lost leases"};
   }
-  if (limits_.maxLeaseCapabilitiesTotal && kept_.total >= limits_.maxLeaseCapabilitiesTotal) {
+  if (limits_.maxLeaseCapabilitiesTotal &&
+      keptLeases_.total() >= limits_.maxLeaseCapabilitiesTotal) {
     return Refusal{engine::LeaseError::kLimitReached,
-                   "the sidecar's peers keep " + std::to_string(kept_.total) +
+                   "the sidecar's peers keep " + std::to_string(keptLeases_.total()) +
                        " lease capabilities, its limit (" +
                        std::to_string(limits_.maxLeaseCapabilitiesTotal) +
                        ", twice --max-leases): drop the Lease objects of released or lost leases"};
@@ -91,16 +96,9 @@ std::optional<Refusal> ConnectionBudget::admitLease() const {
   return std::nullopt;
 }
 
-void ConnectionBudget::leaseCreated() {
-  ++kept_.byUid[peer_.uid];
-  ++kept_.total;
-}
+void ConnectionBudget::leaseCreated() { keptLeases_.add(peer_.uid); }
 
-void ConnectionBudget::leaseDropped() {
-  auto mine = kept_.byUid.find(peer_.uid);
-  if (--mine->second == 0) kept_.byUid.erase(mine);
-  --kept_.total;
-}
+void ConnectionBudget::leaseDropped() { keptLeases_.remove(peer_.uid); }
 
 std::optional<Refusal> ConnectionBudget::admitHolderWatch() const {
   if (limits_.maxHolderWatches && holderWatches_ >= limits_.maxHolderWatches) {
@@ -110,7 +108,31 @@ std::optional<Refusal> ConnectionBudget::admitHolderWatch() const {
                        std::to_string(limits_.maxHolderWatches) +
                        "): drop the HolderWatch objects no longer needed"};
   }
+  uint32_t mine = uidWatches_.of(peer_.uid);
+  if (limits_.maxHolderWatchesPerPeer && mine >= limits_.maxHolderWatchesPerPeer) {
+    return Refusal{engine::LeaseError::kLimitReached,
+                   "uid " + std::to_string(peer_.uid) + " has " + std::to_string(mine) +
+                       " holder watches open, its limit (" +
+                       std::to_string(limits_.maxHolderWatchesPerPeer) +
+                       "): drop watches no longer needed, or raise --max-watches-per-peer"};
+  }
+  if (limits_.maxHolderWatchesTotal && uidWatches_.total() >= limits_.maxHolderWatchesTotal) {
+    return Refusal{engine::LeaseError::kLimitReached,
+                   "this sidecar has " + std::to_string(uidWatches_.total()) +
+                       " holder watches open, its limit (" +
+                       std::to_string(limits_.maxHolderWatchesTotal) + "): raise --max-watches"};
+  }
   return std::nullopt;
+}
+
+void ConnectionBudget::holderWatchCreated() {
+  ++holderWatches_;
+  uidWatches_.add(peer_.uid);
+}
+
+void ConnectionBudget::holderWatchDropped() {
+  --holderWatches_;
+  uidWatches_.remove(peer_.uid);
 }
 
 void ConnectionBudget::noteRefused(const std::string& detail) {

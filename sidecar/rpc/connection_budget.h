@@ -9,12 +9,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/rpc/peer.h"
+#include "sidecar/rpc/uid_tally.h"
 
 namespace fencekeeper::rpc {
 
@@ -39,11 +39,6 @@ struct ConnectionLimits {
   uint32_t maxHolderWatchesTotal = 10'000;   // --max-watches (the whole sidecar)
 };
 
-// Lease capabilities the connections keep, per uid and in all. Loop thread.
-struct KeptLeases {
-  std::map<uint32_t, uint32_t> byUid;
-  uint32_t total = 0;
-};
 
 struct Refusal {
   engine::LeaseError error;
@@ -64,9 +59,9 @@ class PeerLoad;
 
 class ConnectionBudget {
  public:
-  // `load` (the uid's and the sidecar's sums) outlives the budget.
+  // `keptLeases`, `holderWatches` and `load` (the uid's and the sidecar's sums) outlive the budget.
   ConnectionBudget(Peer peer, const ConnectionLimits& limits, RefusalCount& refused,
-                   KeptLeases& kept, PeerLoad& load);
+                   UidTally& keptLeases, UidTally& holderWatches, PeerLoad& load);
 
   // Set once the connection's network exists (it reports the queued reply bytes).
   void attach(capnp::TwoPartyVatNetwork& network) { network_ = &network; }
@@ -87,10 +82,10 @@ class ConnectionBudget {
   std::optional<Refusal> admitLease() const;
   void leaseCreated();
   void leaseDropped();
-  // Admits one more holder watch, or says why not.
+  // Admits one more holder watch (this connection's, its uid's, the sidecar's), or says why not.
   std::optional<Refusal> admitHolderWatch() const;
-  void holderWatchCreated() { ++holderWatches_; }
-  void holderWatchDropped() { --holderWatches_; }
+  void holderWatchCreated();
+  void holderWatchDropped();
   // Logs a refusal at most once per connection and reason kind; counts them all.
   void noteRefused(const std::string& detail);
 
@@ -103,7 +98,8 @@ class ConnectionBudget {
   const Peer peer_;
   const ConnectionLimits& limits_;
   RefusalCount& refused_;
-  KeptLeases& kept_;
+  UidTally& keptLeases_;
+  UidTally& uidWatches_;
   PeerLoad& load_;
   capnp::TwoPartyVatNetwork* network_ = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> closer_;

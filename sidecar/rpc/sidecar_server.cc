@@ -170,22 +170,18 @@ class HolderPush : public std::enable_shared_from_this<HolderPush> {
 // One holder watch of a connection. Dropping it (client drop, connection close) ends the watch.
 class HolderWatchImpl final : public ipc::HolderWatch::Server {
  public:
-  HolderWatchImpl(engine::LockEngine& engine, WatchBudget& watches, engine::HolderWatchId id,
-                  Budget budget, std::shared_ptr<HolderPush> push)
-      : engine_(engine), watches_(watches), id_(id), budget_(std::move(budget)),
-        push_(std::move(push)) {
+  HolderWatchImpl(engine::LockEngine& engine, engine::HolderWatchId id, Budget budget,
+                  std::shared_ptr<HolderPush> push)
+      : engine_(engine), id_(id), budget_(std::move(budget)), push_(std::move(push)) {
     budget_->holderWatchCreated();
-    watches_.opened(budget_->peer().uid);
   }
   ~HolderWatchImpl() noexcept(false) {
     budget_->holderWatchDropped();
-    watches_.closed(budget_->peer().uid);
     engine_.unwatchHolder(id_);
   }
 
  private:
   engine::LockEngine& engine_;
-  WatchBudget& watches_;
   const engine::HolderWatchId id_;
   const Budget budget_;
   std::shared_ptr<HolderPush> push_;
@@ -305,9 +301,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
 
   void serveWatchHolder(WatchHolderContext& context) {
     auto results = context.getResults();
-    auto no = budget_->admitHolderWatch();
-    if (!no) no = ctx_.watches.admit(budget_->peer().uid);
-    if (no) {
+    if (auto no = budget_->admitHolderWatch()) {
       budget_->noteRefused(no->detail);
       results.setError(toIpc(no->error));
       results.setDetail(no->detail);
@@ -334,8 +328,7 @@ class SidecarImpl final : public ipc::Sidecar::Server {
       results.setDetail(engine::lockNameProblem(name).value_or("invalid lock name"));
       return;
     }
-    results.setWatch(
-        kj::heap<HolderWatchImpl>(ctx_.engine, ctx_.watches, id, budget_, kj::mv(push)));
+    results.setWatch(kj::heap<HolderWatchImpl>(ctx_.engine, id, budget_, kj::mv(push)));
   }
 
   kj::Promise<void> serveHolder(HolderContext context) {
@@ -470,7 +463,8 @@ std::optional<Refusal> RpcListener::refusalOf(const Peer& peer) const {
 void RpcListener::serve(kj::AuthenticatedStream stream) {
   Peer peer = readPeer(nextConnection_++, *stream.stream);
   auto budget = std::make_shared<ConnectionBudget>(peer, context_.limits, context_.refused,
-                                                   context_.keptLeases, context_.load);
+                                                   context_.keptLeases, context_.holderWatches,
+                                                   context_.load);
   capnp::Capability::Client bootstrap = nullptr;
   auto hangUp = kj::newPromiseAndFulfiller<void>();
   if (auto refused = refusalOf(peer)) {

@@ -18,7 +18,6 @@
 #include "sidecar/rpc/connection_budget.h"
 #include "sidecar/rpc/heap_trim.h"
 #include "sidecar/rpc/peer_load.h"
-#include "sidecar/rpc/watch_budget.h"
 #include "sidecar/rpc/peer.h"
 #include "sidecar/shm/lease_table_writer.h"
 #include "sidecar/zk/zk_client.h"
@@ -34,7 +33,6 @@ struct ServerContext {
   std::string root;
   TimePoint startedAt;
   ConnectionLimits limits{};
-  WatchBudget watches{limits};
   PeerLoad load{limits};
   HeapTrim heapTrim{timer};
   AllowList allow{};
@@ -46,7 +44,8 @@ struct ServerContext {
   // Kept by the connections themselves.
   std::map<uint64_t, const ConnectionBudget*> live{};
   std::map<uint32_t, uint32_t> connectionsByUid{};
-  KeptLeases keptLeases{};
+  UidTally keptLeases{};
+  UidTally holderWatches{};
   RefusalCount refused{};
 };
 

@@ -58,7 +58,7 @@ void fillConnections(const ServerContext& ctx, ipc::Status::Builder out) {
     p.setConnections(connections);
     p.setLeases(counts.held);
     p.setWaiting(counts.waiting);
-    p.setWatches(ctx.watches.ofPeer(uid));
+    p.setWatches(ctx.holderWatches.of(uid));
     p.setCallsInFlight(ctx.load.callsOf(uid));
     auto unread = ctx.load.unreadOf(uid);
     p.setQueuedReplies(clamp32(unread.replies));
