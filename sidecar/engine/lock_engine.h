@@ -216,6 +216,9 @@ class LockEngine {
   void onHolderRead(const std::string& path, uint64_t generation, bool arming,
                     const HolderRead& read);
   void awaitLockNode(const std::string& path, uint64_t generation);
+  // The watch of `path` if it is still the one of `generation` (not removed and made again).
+  struct HolderWatch;
+  HolderWatch* holderWatchOf(const std::string& path, uint64_t generation);
   void holderUnreadable(const std::string& path, uint64_t generation, std::string why);
   void tellHolder(const std::string& path, HolderChange change);
   HolderChange holderUnknown() const;

@@ -81,9 +81,9 @@ void LockEngine::refreshHolder(const std::string& path) {
   zk::Client::WatchCallback onChange;
   if (arming) {
     onChange = whileAlive([this, path, generation](zk::WatchEvent) {
-      auto it = holderWatches_.find(path);
-      if (it == holderWatches_.end() || it->second.generation != generation) return;
-      it->second.armed = false;
+      HolderWatch* w = holderWatchOf(path, generation);
+      if (!w) return;
+      w->armed = false;
       refreshHolder(path);
     });
   }
@@ -95,9 +95,9 @@ void LockEngine::refreshHolder(const std::string& path) {
 
 void LockEngine::onHolderRead(const std::string& path, uint64_t generation, bool arming,
                               const HolderRead& read) {
-  auto it = holderWatches_.find(path);
-  if (it == holderWatches_.end() || it->second.generation != generation) return;
-  auto& w = it->second;
+  HolderWatch* found = holderWatchOf(path, generation);
+  if (!found) return;
+  auto& w = *found;
   w.reading = false;
   if (arming && read.listed) w.armed = true;
   if (w.again || read.handedOver) {
@@ -121,19 +121,14 @@ void LockEngine::awaitLockNode(const std::string& path, uint64_t generation) {
   auto& w = holderWatches_.at(path);
   if (w.awaitingNode) return;  // the exists watch set before has not fired: it still waits
   w.awaitingNode = true;
-  auto current = [this, path, generation]() -> HolderWatch* {
-    auto it = holderWatches_.find(path);
-    return it == holderWatches_.end() || it->second.generation != generation ? nullptr
-                                                                             : &it->second;
-  };
-  holderReads_.submit(w.uid, whileAlive([this, path, generation,
-                                         current](std::function<void()> finished) {
-    if (!current()) return finished();
+  holderReads_.submit(w.uid, whileAlive([this, path,
+                                         generation](std::function<void()> finished) {
+    if (!holderWatchOf(path, generation)) return finished();
     zk_.existsAndWatch(
         path,
-        whileAlive([this, path, generation, current, finished](zk::Code code) {
+        whileAlive([this, path, generation, finished](zk::Code code) {
           finished();
-          HolderWatch* w = current();
+          HolderWatch* w = holderWatchOf(path, generation);
           if (!w) return;
           if (code == zk::Code::kNoNode) return;  // the watch fires when the node comes
           w->awaitingNode = false;  // created meanwhile: its exists watch will fire into nothing
@@ -142,8 +137,8 @@ void LockEngine::awaitLockNode(const std::string& path, uint64_t generation) {
                            std::string("cannot watch for the lock's node: ") +
                                zk::codeName(code));
         }),
-        whileAlive([this, path, current](zk::WatchEvent) {
-          HolderWatch* w = current();
+        whileAlive([this, path, generation](zk::WatchEvent) {
+          HolderWatch* w = holderWatchOf(path, generation);
           if (!w || !w->awaitingNode) return;
           w->awaitingNode = false;
           refreshHolder(path);
@@ -159,13 +154,17 @@ void LockEngine::holderUnreadable(const std::string& path, uint64_t generation, 
   timer_.cancel(it->second.retryTimer);
   it->second.retryTimer =
       timer_.schedule(timer_.now() + kHolderRetry, whileAlive([this, path, generation] {
-                        auto it = holderWatches_.find(path);
-                        if (it == holderWatches_.end() || it->second.generation != generation)
-                          return;
-                        it->second.retryTimer = 0;
+                        HolderWatch* w = holderWatchOf(path, generation);
+                        if (!w) return;
+                        w->retryTimer = 0;
                         refreshHolder(path);
                       }));
   tellHolder(path, HolderChange{HolderState::kUnknown, {}, std::move(why)});
+}
+
+LockEngine::HolderWatch* LockEngine::holderWatchOf(const std::string& path, uint64_t generation) {
+  auto it = holderWatches_.find(path);
+  return it == holderWatches_.end() || it->second.generation != generation ? nullptr : &it->second;
 }
 
 void LockEngine::tellHolder(const std::string& path, HolderChange change) {
