@@ -370,16 +370,7 @@ void LockEngine::startCreate(Request& r) {
   // and a read sees the session's earlier writes, so this listing holds the new node and answers
   // right after the create. The acquire saves a round trip.
   r.listingPipelined = true;
-  zk_.getChildren(lockPath(r.spec.name), [this, alive = std::weak_ptr<bool>(alive_), id = r.id,
-                                          attempt = r.attempt](const zk::ChildrenResult& res) {
-    if (!alive.lock()) return;
-    Request* again = find(id, attempt);
-    if (!again || !again->listingPipelined) return;
-    again->listingPipelined = false;
-    // Not waiting: the create failed and its answer started a recovery, or (a test double's
-    // stall) this answer overtook the create's, and onCreated lists again.
-    if (again->state == State::kWaiting) onChildren(*again, res);
-  });
+  checkQueue(r, true);
 }
 
 void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
@@ -543,29 +534,48 @@ void LockEngine::ensureParentExists(Request& r, size_t level, int restarts,
 
 // ---- the queue -------------------------------------------------------------------------------
 
-void LockEngine::checkQueue(Request& r) {
-  zk_.getChildren(lockPath(r.spec.name),
-                  resume(r, State::kWaiting, [this](Request& r, const zk::ChildrenResult& res) {
-                    onChildren(r, res);
+void LockEngine::checkQueue(Request& r, bool pipelined) {
+  std::string path = lockPath(r.spec.name);
+  auto [listing, idle] = queueListings_.try_emplace(path);
+  (idle ? listing->second.current : listing->second.next).push_back({r.id, r.attempt, pipelined});
+  if (idle) sendQueueListing(path);
+}
+
+void LockEngine::sendQueueListing(const std::string& path) {
+  zk_.getChildren(path, whileAlive([this, path](const zk::ChildrenResult& res) {
+                    onQueueListing(path, res);
                   }));
 }
 
-void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
-  if (zk::isAmbiguous(res.code)) {
-    return retryLater(r, [this](Request& again) { checkQueue(again); });
+void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResult& res) {
+  auto listing = queueListings_.find(path);
+  auto readers = std::move(listing->second.current);
+  if (listing->second.next.empty()) {
+    queueListings_.erase(listing);
+  } else {
+    listing->second.current = std::exchange(listing->second.next, {});
+    sendQueueListing(path);
   }
-  if (res.code == zk::Code::kSessionExpired) return;  // the session listener starts it over
-  const std::string path = lockPath(r.spec.name);
-  if (res.code == zk::Code::kNoAuth) {
-    return fail(r, LeaseError::kPermissionDenied, refusedBy("list", path));
+  std::vector<QueueNode> queue = queueOf(path, res);
+  for (const auto& reader : readers) {
+    Request* r = find(reader.id, reader.attempt);
+    if (!r) continue;
+    if (reader.pipelined) {
+      // Not still due: the create was lost and its node found again (another listing follows).
+      if (!r->listingPipelined) continue;
+      r->listingPipelined = false;
+    }
+    // Not waiting: the create failed and its answer started a recovery, or (a test double's
+    // stall) this answer overtook the create's, and onCreated lists again.
+    if (r->state == State::kWaiting) onQueue(*r, res.code, queue);
   }
-  if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) {
-    return fail(r, LeaseError::kZkUnavailable,
-                "cannot list " + path + ": " + zk::codeName(res.code));
-  }
-  foreign_.prune(path, res.children);
+}
 
+std::vector<QueueNode> LockEngine::queueOf(const std::string& path,
+                                           const zk::ChildrenResult& res) {
   std::vector<QueueNode> queue;
+  if (res.code != zk::Code::kOk && res.code != zk::Code::kNoNode) return queue;
+  foreign_.prune(path, res.children);
   for (auto& child : res.children) {
     // This sidecar's orphans (left by abandoned creates) are deleted, and not waited behind:
     // they will never be held, and a try-once acquire would fail on its own sidecar's leftovers.
@@ -575,6 +585,21 @@ void LockEngine::onChildren(Request& r, const zk::ChildrenResult& res) {
       continue;
     }
     if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
+  }
+  return queue;
+}
+
+void LockEngine::onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue) {
+  if (zk::isAmbiguous(code)) {
+    return retryLater(r, [this](Request& again) { checkQueue(again); });
+  }
+  if (code == zk::Code::kSessionExpired) return;  // the session listener starts it over
+  const std::string path = lockPath(r.spec.name);
+  if (code == zk::Code::kNoAuth) {
+    return fail(r, LeaseError::kPermissionDenied, refusedBy("list", path));
+  }
+  if (code != zk::Code::kOk && code != zk::Code::kNoNode) {
+    return fail(r, LeaseError::kZkUnavailable, "cannot list " + path + ": " + zk::codeName(code));
   }
   const std::string ownPath = nodePath(r);
   std::string_view mine = std::string_view(ownPath).substr(ownPath.rfind('/') + 1);

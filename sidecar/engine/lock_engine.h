@@ -187,8 +187,14 @@ class LockEngine {
   void adoptCreatedNode(Request& r, const std::string& path);
   void ensureParents(Request& r, size_t level, int restarts);
   void ensureParentExists(Request& r, size_t level, int restarts, const std::string& node);
-  void checkQueue(Request& r);
-  void onChildren(Request& r, const zk::ChildrenResult& result);
+  // Lists r's queue: by the listing out now for its lock if it was sent after r's create
+  // (`pipelined`: sent right behind it), else by the next one.
+  void checkQueue(Request& r, bool pipelined = false);
+  void sendQueueListing(const std::string& path);
+  void onQueueListing(const std::string& path, const zk::ChildrenResult& result);
+  // The listing's nodes in the queue, once for all its readers; this sidecar's orphans deleted.
+  std::vector<QueueNode> queueOf(const std::string& path, const zk::ChildrenResult& result);
+  void onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue);
   void watchPredecessor(Request& r, const std::string& predecessor);
   bool nextAfter(const Request& r, const std::string& predecessor) const;
   // The request of this sidecar holding the node at `path`, found by the guid in its name.
@@ -278,6 +284,19 @@ class LockEngine {
     uint32_t nextUid = 0;  // the next round's
   };
   std::map<std::string, HolderQuery> holderQueries_;
+  // Per lock path: the requests the queue listing out now answers, and those the next one will
+  // (sent when this one answers, so it holds every node made before). One listing out a lock:
+  // n waiters arriving at once cost n listings of up to n names each before (O(n^2) memory).
+  struct QueueListing {
+    struct Reader {
+      LeaseId id;
+      uint32_t attempt;
+      bool pipelined;  // the listing sent right behind its create
+    };
+    std::vector<Reader> current;
+    std::vector<Reader> next;
+  };
+  std::map<std::string, QueueListing> queueListings_;
   // Per watched lock path: its local watchers and its one ZooKeeper children watch.
   struct HolderWatch {
     uint64_t generation = 0;  // tells a stale ZooKeeper answer or watch from this one's

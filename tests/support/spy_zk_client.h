@@ -1,6 +1,7 @@
 // A zk::Client in front of another, for engine tests that look at what the engine asks.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -10,13 +11,15 @@
 namespace fencekeeper::testing {
 
 // Passes every request on; calls `onRemove` with the path before a delete is sent and counts the
-// listings and the children watches asked for.
+// listings (and the most out at once) and the children watches asked for.
 class SpyZkClient final : public zk::Client {
  public:
   explicit SpyZkClient(zk::Client& inner) : inner_(inner) {}
   std::function<void(const std::string&)> onRemove;
   std::map<std::string, int> childrenWatches;  // by path
   std::map<std::string, int> listings;         // getChildren, by path
+  std::map<std::string, int> listingsOut;      // unanswered now
+  std::map<std::string, int> mostListingsOut;
 
   void create(const std::string& p, const std::string& d, zk::CreateMode m,
               CreateCallback done) override {
@@ -24,7 +27,11 @@ class SpyZkClient final : public zk::Client {
   }
   void getChildren(const std::string& p, ChildrenCallback done) override {
     ++listings[p];
-    inner_.getChildren(p, std::move(done));
+    mostListingsOut[p] = std::max(mostListingsOut[p], ++listingsOut[p]);
+    inner_.getChildren(p, [this, p, done = std::move(done)](const zk::ChildrenResult& r) {
+      --listingsOut[p];
+      done(r);
+    });
   }
   void getChildrenAndWatch(const std::string& p, ChildrenCallback done, WatchCallback w) override {
     ++childrenWatches[p];
