@@ -139,9 +139,8 @@ int run(const SidecarConfig& config) {
   // KJ runs every queued event before it looks at I/O again: a client whose calls keep coming
   // would hold back the other connections, the timers and ZooKeeper's answers (heartbeats).
   io.waitScope.setBusyPollInterval(kEventsBetweenPolls);
-  KjLoopExecutor executor(io.unixEventPort);
   KjTimer timer(io.provider->getTimer());
-  auto zk = std::make_unique<zk::RealZkClient>(executor, timer, hosts, config.sessionTimeout,
+  auto zk = std::make_unique<zk::RealZkClient>(io.unixEventPort, timer, hosts, config.sessionTimeout,
                                                /*watchHandshakes=*/true, credentials);
   checkChroot(*zk, hosts);
   std::unique_ptr<zk::AclAudit> audit;

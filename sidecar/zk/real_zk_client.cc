@@ -6,11 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
 
 #include "sidecar/zk/c_client_log.h"
 #include "sidecar/zk/socket_drop.h"
+#include "sidecar/zk/zk_loop_driver.h"
 
 namespace fencekeeper::zk {
 
@@ -80,10 +80,9 @@ struct WatchCtx : boost::intrusive::list_base_hook<> {
   Client::WatchCallback onChange;
 };
 
-// Shared between the loop thread and the C client's threads. `loop` outlives the client; `alive`
-// is read and written on the loop thread only, in posted closures and the destructor.
+// What the C client's callbacks reach, all on the loop thread. `alive` turns false when the client
+// is destroyed: what the closing handle answers then is dropped, as the interface promises.
 struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared> {
-  Executor& loop;
   Timer& timer;
   std::string hosts;
   std::optional<DigestCredentials> credentials;
@@ -97,7 +96,6 @@ struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared>
   uint64_t handshakeTimer = 0;
   bool handshakeCut = false;  // in this spell of connecting
 
-  // Loop-thread state.
   zhandle_t* zh = nullptr;
   struct HandleCtx* handleCtx = nullptr;
   uint64_t generation = 0;  // of the current handle; events of older handles are ignored
@@ -105,33 +103,36 @@ struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared>
   int64_t sessionId = 0;
   int32_t negotiatedTimeoutMs = 0;
   std::function<void(SessionState)> listener;
+  // The session expired: a new handle is opened once the client's calls have returned.
+  bool reopenDue = false;
 
   // Watch contexts the C client may still call; freed when they fire or their handle closes.
-  std::mutex watchMutex;
   boost::intrusive::list<WatchCtx, boost::intrusive::constant_time_size<false>> watches;
-  // Unlists `w` (under watchMutex); false if it was not listed (fired, or freed by a close).
+  // Unlists `w`; false if it was not listed (fired, or freed by a close).
   bool unlist(WatchCtx* w) {
     if (!w->is_linked()) return false;
     watches.erase(watches.iterator_to(*w));
     return true;
   }
 
-  explicit Shared(Executor& l, Timer& tm, std::string h, Millis t, bool watch,
+  // Declared last: destroyed first, while what its callbacks reach still stands.
+  std::unique_ptr<ZkLoopDriver> driver;
+
+  explicit Shared(kj::UnixEventPort& events, Timer& tm, std::string h, Millis t, bool watch,
                   std::optional<DigestCredentials> c)
-      : loop(l),
-        timer(tm),
+      : timer(tm),
         hosts(std::move(h)),
         credentials(std::move(c)),
         ports(portsOf(hosts)),
         watchHandshakes(watch),
-        sessionTimeout(t) {}
-  // Runs `fn` on the loop unless the client has been destroyed by then.
-  // (A template: wrapping `fn` in a std::function of its own would allocate twice a completion.)
+        sessionTimeout(t),
+        driver(std::make_unique<ZkLoopDriver>(events, tm, [this] { settled(); })) {}
+  // After the client's calls returned: what they could not do inside them.
+  void settled();
+  // Runs `fn` now, unless the client has been destroyed (its closing handle answers then).
   template <typename Fn>
-  void post(std::shared_ptr<Shared> self, Fn fn) {
-    loop.post([self = std::move(self), fn = std::move(fn)] {
-      if (self->alive) fn();
-    });
+  void deliver(Fn&& fn) {
+    if (alive) fn();
   }
 };
 
@@ -162,35 +163,29 @@ void sessionWatcher(zhandle_t* zh, int type, int state, const char*, void* ctx) 
   if (type != ZOO_SESSION_EVENT) return;
   auto* handle = static_cast<HandleCtx*>(ctx);
   const clientid_t* id = zoo_client_id(zh);
-  int64_t session = id ? id->client_id : 0;
-  int32_t timeout = zoo_recv_timeout(zh);
   auto shared = handle->shared;
-  uint64_t generation = handle->generation;
-  shared->post(shared, [shared, generation, state, session, timeout] {
-    deliverSessionEvent(shared, generation, state, session, timeout);
-  });
+  if (!shared->alive) return;
+  deliverSessionEvent(shared, handle->generation, state, id ? id->client_id : 0,
+                      zoo_recv_timeout(zh));
 }
 
 void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
   if (type == ZOO_SESSION_EVENT) return;  // the session listener reports those
   auto* watch = static_cast<WatchCtx*>(ctx);
-  {
-    std::lock_guard<std::mutex> lock(watch->shared.watchMutex);
-    if (!watch->shared.unlist(watch)) return;
-  }
-  auto shared = watch->shared.shared_from_this();
+  if (!watch->shared.unlist(watch)) return;
+  Shared& shared = watch->shared;
+  auto onChange = std::move(watch->onChange);
+  delete watch;
   // (ZOO_NOTWATCHING_EVENT, a watch removed, counts as a change: the caller looks again.)
   WatchEvent event = type == ZOO_DELETED_EVENT ? WatchEvent::kDeleted : WatchEvent::kChanged;
-  shared->post(shared, [onChange = std::move(watch->onChange), event] { onChange(event); });
-  delete watch;
+  shared.deliver([&] { onChange(event); });
 }
 
 void onStringStat(int rc, const char* value, const ::Stat* stat, const void* data) {
   auto* p = static_cast<Pending<Client::CreateCallback>*>(const_cast<void*>(data));
   CreateResult result{mapCode(rc), value && rc == ZOK ? value : "",
                       copyStat(rc == ZOK ? stat : nullptr)};
-  p->shared->post(p->shared,
-                  [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->deliver([&] { p->done(result); });
   delete p;
 }
 
@@ -200,8 +195,7 @@ void onStrings(int rc, const struct String_vector* strings, const void* data) {
   if (rc == ZOK && strings) {
     for (int i = 0; i < strings->count; ++i) result.children.emplace_back(strings->data[i]);
   }
-  p->shared->post(p->shared,
-                  [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->deliver([&] { p->done(result); });
   delete p;
 }
 
@@ -209,15 +203,14 @@ void onData(int rc, const char* value, int len, const ::Stat* stat, const void* 
   auto* p = static_cast<Pending<Client::GetCallback>*>(const_cast<void*>(data));
   GetResult result{mapCode(rc), {}, copyStat(rc == ZOK ? stat : nullptr)};
   if (rc == ZOK && value && len > 0) result.data.assign(value, static_cast<size_t>(len));
-  p->shared->post(p->shared,
-                  [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->deliver([&] { p->done(result); });
   delete p;
 }
 
 void onVoid(int rc, const void* data) {
   auto* p = static_cast<Pending<Client::CodeCallback>*>(const_cast<void*>(data));
   Code code = mapCode(rc);
-  p->shared->post(p->shared, [done = std::move(p->done), code] { done(code); });
+  p->shared->deliver([&] { p->done(code); });
   delete p;
 }
 
@@ -233,8 +226,7 @@ void onAcl(int rc, struct ACL_vector* acl, struct ::Stat*, const void* data) {
       result.acl.push_back(Acl{entry.id.scheme, entry.id.id, entry.perms});
     }
   }
-  p->shared->post(p->shared,
-                  [done = std::move(p->done), result = std::move(result)] { done(result); });
+  p->shared->deliver([&] { p->done(result); });
   delete p;
 }
 
@@ -246,18 +238,19 @@ void onAcl(int rc, struct ACL_vector* acl, struct ::Stat*, const void* data) {
   return &acl;
 }
 
-// The C client calls no completion when a request is refused at once: answer it ourselves.
+// The C client calls no completion when a request is refused at once: answer it ourselves, on a
+// later turn (never inside the caller's request). A request it took may need the socket.
 template <typename Callback, typename Result>
 void refuseIfNotSent(int rc, Pending<Callback>* p, Result result) {
-  if (rc == ZOK) return;
-  p->shared->post(p->shared,
-                  [done = std::move(p->done), result = std::move(result)] { done(result); });
-  delete p;
+  Shared& shared = *p->shared;
+  if (rc == ZOK) return shared.driver->requestQueued();
+  shared.driver->later([p = std::shared_ptr<Pending<Callback>>(p), result = std::move(result)] {
+    p->shared->deliver([&] { p->done(result); });
+  });
 }
 
 WatchCtx* listWatch(const std::shared_ptr<Shared>& shared, Client::WatchCallback onChange) {
   auto* watch = new WatchCtx(*shared, std::move(onChange));
-  std::lock_guard<std::mutex> lock(shared->watchMutex);
   shared->watches.push_back(*watch);
   return watch;
 }
@@ -270,20 +263,20 @@ auto freeIfUnregistered(const std::shared_ptr<Shared>& shared, WatchCtx* watch,
   return [shared, watch, generation = shared->generation, noNodeWatches](Code code) {
     if (code == Code::kOk || (noNodeWatches && code == Code::kNoNode)) return;
     if (generation != shared->generation) return;
-    std::lock_guard<std::mutex> lock(shared->watchMutex);
     if (shared->unlist(watch)) delete watch;
   };
 }
 
-// Closes the handle, if any. Joins the C client's threads: completions still pending are posted
-// (ZCLOSING) before it returns, and no watch context can be called afterwards.
+// Closes the handle, if any (never from inside the client's calls): completions still pending are
+// answered (ZCLOSING) before it returns, and no watch context can be called afterwards. A handle
+// still connected sends its session's close and waits for the answer (at most 1.5 s).
 void closeHandle(Shared& shared) {
   if (!shared.zh) return;
+  shared.driver->attach(nullptr);
   zookeeper_close(shared.zh);
   shared.zh = nullptr;
   delete shared.handleCtx;
   shared.handleCtx = nullptr;
-  std::lock_guard<std::mutex> lock(shared.watchMutex);
   shared.watches.clear_and_dispose([](WatchCtx* w) { delete w; });
 }
 
@@ -336,13 +329,14 @@ void reopen(const std::shared_ptr<Shared>& shared) {
     return;
   }
   shared->handleCtx = ctx;
+  // By default the client resolves its host list again before nearly every send (measured: 13-33%
+  // of a create+delete). Once every 10 s still follows DNS changes of an ensemble's names.
+  zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
   addAuth(shared);
   shared->handshakeCut = false;
   shared->handshakeServer.clear();
   watchHandshake(shared);  // a new session's first server may be silent too
-  // By default the client resolves its host list again before nearly every send (measured: 13-33%
-  // of a create+delete). Once every 10 s still follows DNS changes of an ensemble's names.
-  zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
+  shared->driver->attach(shared->zh);
 }
 
 // Ends the connection the client has, or is making (see socket_drop.h).
@@ -413,20 +407,24 @@ void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generat
     shared->handshakeServer.clear();
     watchHandshake(shared);
   }
-  if (next == SessionState::kExpired) {
-    // Tell the listener while the state still says expired, then start a new session.
-    if (shared->listener) shared->listener(next);
-    reopen(shared);
-    return;
-  }
+  // Expired: the listener is told while the state still says so, then a new session starts once
+  // the client's calls have returned (settled()).
+  if (next == SessionState::kExpired) shared->reopenDue = true;
   if (shared->listener) shared->listener(next);
 }
 
 }  // namespace
 
-RealZkClient::RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout,
-                           bool watchHandshakes, std::optional<DigestCredentials> credentials)
-    : shared_(std::make_shared<Shared>(loop, timer, std::move(hosts), sessionTimeout,
+void RealZkClient::Shared::settled() {
+  if (!reopenDue || !alive) return;
+  reopenDue = false;
+  reopen(shared_from_this());
+}
+
+RealZkClient::RealZkClient(kj::UnixEventPort& events, Timer& timer, std::string hosts,
+                           Millis sessionTimeout, bool watchHandshakes,
+                           std::optional<DigestCredentials> credentials)
+    : shared_(std::make_shared<Shared>(events, timer, std::move(hosts), sessionTimeout,
                                        watchHandshakes, std::move(credentials))) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
   routeCClientLogStream();

@@ -1,6 +1,7 @@
-// zk::Client over the ZooKeeper multithreaded C client: the only code of the sidecar that
-// includes zookeeper.h. Completions and watches arrive on the C client's completion thread; they
-// are copied and posted to the loop Executor, so every callback runs on the loop thread.
+// zk::Client over the single-threaded ZooKeeper C client: the only code of the sidecar that
+// includes zookeeper.h. The sidecar's KJ loop drives it (zk_loop_driver.h): completions and
+// watches run on the loop thread, inside the client's calls, with no hand-off between threads.
+// An answer the client gives at once (a refused request) still runs on a later turn.
 //
 // When the session expires, the client closes the dead handle and opens a new session itself,
 // reporting kExpired, then kConnected with the new session id.
@@ -12,9 +13,12 @@
 #include <string>
 
 #include "common/clock.h"
-#include "common/executor.h"
 #include "sidecar/zk/credentials.h"
 #include "sidecar/zk/zk_client.h"
+
+namespace kj {
+class UnixEventPort;
+}
 
 namespace fencekeeper::zk {
 
@@ -27,7 +31,7 @@ class RealZkClient final : public Client {
   // eighth of the session timeout (leaveServer's way); only for a process with one handle.
   // `credentials`: digest auth added to every handle before any request on it (also the new
   // handle after an expiry), and every node created with the ACL zk_client.h describes.
-  RealZkClient(Executor& loop, Timer& timer, std::string hosts, Millis sessionTimeout,
+  RealZkClient(kj::UnixEventPort& events, Timer& timer, std::string hosts, Millis sessionTimeout,
                bool watchHandshakes = false,
                std::optional<DigestCredentials> credentials = std::nullopt);
   ~RealZkClient() override;
@@ -54,7 +58,7 @@ class RealZkClient final : public Client {
   // for real: a second handle opened with this id and password, then closed, ends it.
   std::string sessionPassword() const;
 
-  struct Shared;  // state shared with the C client's threads (defined in the .cc)
+  struct Shared;  // what the C client's callbacks reach (defined in the .cc)
 
  private:
   std::shared_ptr<Shared> shared_;

@@ -2,11 +2,12 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <poll.h>
+
+#include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 
 #include "sidecar/devzk/zk_server.h"
 #include "sidecar/zk/real_zk_client.h"
@@ -18,17 +19,6 @@ namespace {
 std::string nextBase() {
   static std::atomic<int> counter{0};
   return "/t" + std::to_string(counter++);
-}
-
-zk::Stat copyStat(const ::Stat& s) {
-  zk::Stat out;
-  out.czxid = s.czxid;
-  out.mzxid = s.mzxid;
-  out.ctimeMs = s.ctime;
-  out.ephemeralOwner = s.ephemeralOwner;
-  out.version = s.version;
-  out.numChildren = s.numChildren;
-  return out;
 }
 
 void quiet(const char*) {}
@@ -103,44 +93,72 @@ void RealBackend::stopServer() {
   server_ = nullptr;
 }
 
-void RealBackend::LoopExecutor::post(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  queue_.push_back(std::move(fn));
-}
+namespace {
 
-size_t RealBackend::LoopExecutor::runAll() {
-  size_t n = 0;
-  for (;;) {
-    std::function<void()> fn;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (queue_.empty()) return n;
-      fn = std::move(queue_.front());
-      queue_.pop_front();
+// Drives a handle of the single-threaded client with poll() until `done` holds or `timeout` passes:
+// for the steps that need a handle of their own, briefly, with no loop to run on.
+bool pumpUntil(zhandle_t* zh, const std::function<bool()>& done, Millis timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    int fd = -1, interest = 0;
+    struct timeval tv {};
+    zookeeper_interest(zh, &fd, &interest, &tv);
+    long waitMs = std::min<long>({tv.tv_sec * 1000 + tv.tv_usec / 1000, left.count(), 50});
+    pollfd p{fd, 0, 0};
+    if (interest & ZOOKEEPER_READ) p.events |= POLLIN;
+    if (interest & ZOOKEEPER_WRITE) p.events |= POLLOUT;
+    int events = 0;
+    if (poll(fd >= 0 ? &p : nullptr, fd >= 0 ? 1 : 0, static_cast<int>(waitMs)) > 0) {
+      if (p.revents & POLLIN) events |= ZOOKEEPER_READ;
+      if (p.revents & (POLLOUT | POLLHUP)) events |= ZOOKEEPER_WRITE;
     }
-    fn();
-    ++n;
+    zookeeper_process(zh, events);
   }
+  return true;
 }
 
-RealBackend::RealBackend() : base_(nextBase()) {
+void sessionStateWatcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type == ZOO_SESSION_EVENT) *static_cast<int*>(ctx) = state;
+}
+
+// A handle of its own (of the session `id`, if given), connected; nullptr if it cannot be, or
+// the session has expired (`state` says which).
+zhandle_t* openHandle(const std::string& hosts, const clientid_t* id, int& state) {
+  state = 0;
+  zhandle_t* zh = zookeeper_init2(hosts.c_str(), sessionStateWatcher,
+                                  static_cast<int>(kRealSessionTimeout.count()), id, &state, 0,
+                                  quiet);
+  if (!zh) return nullptr;
+  pumpUntil(
+      zh,
+      [&] { return state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE; },
+      Millis(5000));
+  if (state == ZOO_CONNECTED_STATE) return zh;
+  zookeeper_close(zh);
+  return nullptr;
+}
+
+}  // namespace
+
+RealBackend::RealBackend()
+    : io_(std::make_unique<kj::AsyncIoContext>(kj::setupAsyncIo())),
+      executor_(io_->unixEventPort),
+      timer_(io_->provider->getTimer()),
+      base_(nextBase()) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  other_ =
-      zookeeper_init2(server_->connectString().c_str(), nullptr, 10000, nullptr, nullptr, 0, quiet);
-  if (!other_ || !until([&] { return zoo_state(other_) == ZOO_CONNECTED_STATE; })) {
-    throw std::runtime_error("RealBackend: cannot connect to " + server_->connectString());
-  }
+  other_ = newClient();
   create(base_, "", zk::CreateMode::kPersistent);
 }
 
-RealBackend::~RealBackend() {
-  if (other_) zookeeper_close(other_);
-}
+RealBackend::~RealBackend() = default;
 
 std::unique_ptr<zk::Client> RealBackend::newClient(
     std::optional<zk::DigestCredentials> credentials) {
-  auto client = std::make_unique<zk::RealZkClient>(executor_, timer_, server_->connectString(),
-                                                   kRealSessionTimeout, /*watchHandshakes=*/false,
+  auto client = std::make_unique<zk::RealZkClient>(io_->unixEventPort, timer_,
+                                                   server_->connectString(), kRealSessionTimeout,
+                                                   /*watchHandshakes=*/false,
                                                    std::move(credentials));
   if (!until([&] { return client->sessionState() == zk::SessionState::kConnected; })) {
     throw std::runtime_error("RealBackend: the client did not connect");
@@ -149,9 +167,7 @@ std::unique_ptr<zk::Client> RealBackend::newClient(
 }
 
 void RealBackend::turn() {
-  executor_.runAll();
-  timer_.runDue();
-  executor_.runAll();
+  io_->provider->getTimer().afterDelay(2 * kj::MILLISECONDS).wait(io_->waitScope);
 }
 
 bool RealBackend::until(const std::function<bool()>& done, Millis timeout) {
@@ -160,7 +176,6 @@ bool RealBackend::until(const std::function<bool()>& done, Millis timeout) {
     turn();
     if (done()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(Millis(2));
   }
 }
 
@@ -168,9 +183,7 @@ void RealBackend::pass(Millis d) {
   auto deadline = std::chrono::steady_clock::now() + d;
   do {
     turn();
-    std::this_thread::sleep_for(Millis(2));
   } while (std::chrono::steady_clock::now() < deadline);
-  turn();
 }
 
 void RealBackend::expire(zk::Client& client) {
@@ -179,70 +192,49 @@ void RealBackend::expire(zk::Client& client) {
   id.client_id = real.sessionId();
   std::string password = real.sessionPassword();
   std::memcpy(id.passwd, password.data(), std::min(password.size(), sizeof id.passwd));
-  struct Seen {
-    std::mutex mutex;
-    std::condition_variable changed;
-    int state = 0;
-  };
-  auto watcher = [](zhandle_t*, int type, int state, const char*, void* ctx) {
-    if (type != ZOO_SESSION_EVENT) return;
-    auto* s = static_cast<Seen*>(ctx);
-    std::lock_guard<std::mutex> lock(s->mutex);
-    s->state = state;
-    s->changed.notify_all();
-  };
-  // The session's own client reconnects at once and may take the session back before the second
-  // handle's close arrives: try again until a handle with the session's id is told it expired.
+  // The session's own client is not driven meanwhile (this thread runs its loop): a second
+  // handle connects to the session and closes it; the server deletes its ephemerals. Once more
+  // if the first handle raced a reconnect of the session's own client.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    Seen seen;
-    zhandle_t* twin =
-        zookeeper_init2(server_->connectString().c_str(), watcher,
-                        static_cast<int>(kRealSessionTimeout.count()), &id, &seen, 0, quiet);
-    if (!twin) throw std::runtime_error("RealBackend::expire: cannot open a second handle");
     int state = 0;
-    {
-      std::unique_lock<std::mutex> lock(seen.mutex);
-      seen.changed.wait_for(lock, std::chrono::seconds(5), [&] {
-        return seen.state == ZOO_CONNECTED_STATE || seen.state == ZOO_EXPIRED_SESSION_STATE;
-      });
-      state = seen.state;
-    }
-    zookeeper_close(twin);  // when connected: closes the session, the server deletes its ephemerals
+    zhandle_t* twin = openHandle(server_->connectString(), &id, state);
+    if (twin) zookeeper_close(twin);
     if (state == ZOO_EXPIRED_SESSION_STATE) return;
   }
   throw std::runtime_error("RealBackend::expire: the session would not end");
 }
 
-std::vector<std::string> RealBackend::children(const std::string& path) {
-  String_vector names{};
-  std::vector<std::string> out;
-  if (zoo_get_children(other_, path.c_str(), 0, &names) != ZOK) return out;
-  for (int i = 0; i < names.count; ++i) out.emplace_back(names.data[i]);
-  deallocate_String_vector(&names);
-  return out;
+template <typename Result>
+Result RealBackend::await(const std::function<void(std::function<void(const Result&)>)>& send) {
+  std::optional<Result> answer;
+  send([&answer](const Result& r) { answer = r; });
+  if (!until([&] { return answer.has_value(); })) {
+    throw std::runtime_error("RealBackend: ZooKeeper did not answer");
+  }
+  return *answer;
 }
 
-bool RealBackend::exists(const std::string& path) {
-  ::Stat s{};
-  return zoo_exists(other_, path.c_str(), 0, &s) == ZOK;
+std::vector<std::string> RealBackend::children(const std::string& path) {
+  auto listed = await<zk::ChildrenResult>([&](auto done) { other_->getChildren(path, done); });
+  return listed.code == zk::Code::kOk ? listed.children : std::vector<std::string>{};
 }
+
+bool RealBackend::exists(const std::string& path) { return stat(path).czxid != 0; }
 
 zk::Stat RealBackend::stat(const std::string& path) {
-  ::Stat s{};
-  return zoo_exists(other_, path.c_str(), 0, &s) == ZOK ? copyStat(s) : zk::Stat{};
+  auto read = await<zk::GetResult>([&](auto done) { other_->get(path, done); });
+  return read.code == zk::Code::kOk ? read.stat : zk::Stat{};
 }
 
-void RealBackend::remove(const std::string& path) { zoo_delete(other_, path.c_str(), -1); }
+void RealBackend::remove(const std::string& path) {
+  await<zk::Code>([&](auto done) { other_->remove(path, done); });
+}
 
 std::string RealBackend::create(const std::string& path, const std::string& data,
                                 zk::CreateMode mode) {
-  int flags = mode == zk::CreateMode::kEphemeralSequential ? ZOO_EPHEMERAL_SEQUENTIAL
-              : mode == zk::CreateMode::kContainer         ? ZOO_CONTAINER
-                                                           : ZOO_PERSISTENT;
-  char created[512] = {};
-  int rc = zoo_create(other_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                      &ZOO_OPEN_ACL_UNSAFE, flags, created, sizeof created);
-  return rc == ZOK ? std::string(created) : std::string();
+  auto made =
+      await<zk::CreateResult>([&](auto done) { other_->create(path, data, mode, done); });
+  return made.code == zk::Code::kOk ? made.path : std::string();
 }
 
 void RealBackend::setAcl(const std::string& path, const std::vector<zk::Acl>& acl) {
@@ -252,7 +244,17 @@ void RealBackend::setAcl(const std::string& path, const std::vector<zk::Acl>& ac
         {a.perms, {const_cast<char*>(a.scheme.c_str()), const_cast<char*>(a.id.c_str())}});
   }
   ::ACL_vector vector{static_cast<int32_t>(entries.size()), entries.data()};
-  zoo_set_acl(other_, path.c_str(), -1, &vector);
+  // (The other session's client has no ACL setter: the sidecar never sets one.)
+  int state = 0;
+  zhandle_t* zh = openHandle(server_->connectString(), nullptr, state);
+  if (!zh) throw std::runtime_error("RealBackend::setAcl: cannot connect");
+  int rc = 1;  // no ZooKeeper code: unanswered
+  zoo_aset_acl(
+      zh, path.c_str(), -1, &vector,
+      [](int code, const void* data) { *static_cast<int*>(const_cast<void*>(data)) = code; },
+      &rc);
+  pumpUntil(zh, [&] { return rc != 1; }, Millis(5000));
+  zookeeper_close(zh);
 }
 
 }  // namespace fencekeeper::testing

@@ -7,23 +7,22 @@
 
 #include <gtest/gtest.h>
 
+#include <kj/async-io.h>
+
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/executor.h"
+#include "common/kj_loop.h"
 #include "sidecar/zk/credentials.h"
 #include "sidecar/zk/fake_zk.h"
 #include "sidecar/zk/zk_client.h"
 #include "tests/support/manual_executor.h"
-
-typedef struct _zhandle zhandle_t;
 
 namespace fencekeeper::devzk {
 class ZkServerProcess;
@@ -101,35 +100,20 @@ class RealBackend {
   void setAcl(const std::string& path, const std::vector<zk::Acl>& acl);
 
  private:
-  // Posted from the C client's threads, run on the test's thread.
-  class LoopExecutor final : public Executor {
-   public:
-    void post(std::function<void()> fn) override;
-    size_t runAll();
-
-   private:
-    std::mutex mutex_;
-    std::deque<std::function<void()>> queue_;
-  };
-  class BootTimer final : public Timer {
-   public:
-    TimePoint now() const override { return bootTimeNow(); }
-    uint64_t schedule(TimePoint when, std::function<void()> fn) override {
-      return queue_.add(when, std::move(fn));
-    }
-    void cancel(uint64_t id) override { queue_.remove(id); }
-    void runDue() { queue_.runDue(now()); }
-
-   private:
-    TimerQueue queue_;
-  };
+  // Runs the loop for a moment (2 ms), answers and timers included.
   void turn();
+  // Sends a request of the other session and waits for its answer.
+  template <typename Result>
+  Result await(const std::function<void(std::function<void(const Result&)>)>& send);
 
   static devzk::ZkServerProcess* server_;
-  LoopExecutor executor_;
-  BootTimer timer_;
-  zhandle_t* other_ = nullptr;  // the other session
+  // The daemon's loop, on the test's thread: the clients run as they run in the sidecar. (By
+  // pointer: KJ's destructors may throw, this class's must not.)
+  std::unique_ptr<kj::AsyncIoContext> io_;
+  KjLoopExecutor executor_;
+  KjTimer timer_;
   std::string base_;
+  std::unique_ptr<zk::Client> other_;  // the other session (destroyed first: it needs the loop)
 };
 
 // For TYPED_TEST_SUITE(Suite, ZkBackends, ZkBackendNames): tests named .../Fake and .../Real.
