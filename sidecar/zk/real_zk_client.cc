@@ -8,7 +8,9 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/kj_loop.h"
 #include "sidecar/zk/c_client_log.h"
+#include "sidecar/zk/host_resolver.h"
 #include "sidecar/zk/socket_drop.h"
 #include "sidecar/zk/zk_loop_driver.h"
 
@@ -67,6 +69,7 @@ Stat copyStat(const ::Stat* s) {
 }
 
 constexpr int kResolutionDelayMs = 10'000;
+constexpr Millis kResolveEvery{10'000};
 constexpr int kReopenRetryMs = 1'000;
 
 }  // namespace
@@ -84,7 +87,8 @@ struct WatchCtx : boost::intrusive::list_base_hook<> {
 // is destroyed: what the closing handle answers then is dropped, as the interface promises.
 struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared> {
   Timer& timer;
-  std::string hosts;
+  std::string hosts;    // as given: "host:port,...[/chroot]"
+  std::string connect;  // what a new handle gets: the names resolved (host_resolver.h)
   std::optional<DigestCredentials> credentials;
   std::vector<int> ports;  // of `hosts`: how this process's connection to them is found
   bool watchHandshakes;
@@ -117,11 +121,15 @@ struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared>
 
   // Declared last: destroyed first, while what its callbacks reach still stands.
   std::unique_ptr<ZkLoopDriver> driver;
+  // With host names: the thread that resolves them, and its way to the loop.
+  std::unique_ptr<KjLoopExecutor> resolvedToLoop;
+  std::unique_ptr<HostResolver> resolver;
 
   explicit Shared(kj::UnixEventPort& events, Timer& tm, std::string h, Millis t, bool watch,
                   std::optional<DigestCredentials> c)
       : timer(tm),
         hosts(std::move(h)),
+        connect(hosts),
         credentials(std::move(c)),
         ports(portsOf(hosts)),
         watchHandshakes(watch),
@@ -313,7 +321,7 @@ void reopen(const std::shared_ptr<Shared>& shared) {
   shared->state = SessionState::kConnecting;
   shared->sessionId = 0;
   auto* ctx = new HandleCtx{shared, shared->generation};
-  shared->zh = zookeeper_init2(shared->hosts.c_str(), sessionWatcher,
+  shared->zh = zookeeper_init2(shared->connect.c_str(), sessionWatcher,
                                static_cast<int>(shared->sessionTimeout.count()), nullptr, ctx, 0,
                                logCClientLine);
   if (!shared->zh) {
@@ -330,7 +338,7 @@ void reopen(const std::shared_ptr<Shared>& shared) {
   }
   shared->handleCtx = ctx;
   // By default the client resolves its host list again before nearly every send (measured: 13-33%
-  // of a create+delete). Once every 10 s still follows DNS changes of an ensemble's names.
+  // of a create+delete). It is given addresses (resolveOffTheLoop): once every 10 s re-parses them.
   zoo_set_servers_resolution_delay(shared->zh, kResolutionDelayMs);
   addAuth(shared);
   shared->handshakeCut = false;
@@ -415,6 +423,36 @@ void deliverSessionEvent(const std::shared_ptr<Shared>& shared, uint64_t generat
 
 }  // namespace
 
+namespace {
+
+// Host names in `hosts` are resolved off the loop from now on: the client gets addresses.
+void resolveOffTheLoop(const std::shared_ptr<Shared>& shared, kj::UnixEventPort& events) {
+  std::string chroot, list = shared->hosts;
+  if (auto slash = list.find('/'); slash != std::string::npos) {
+    chroot = list.substr(slash);
+    list.resize(slash);
+  }
+  if (HostResolver::numeric(list)) return;
+  std::string resolved = HostResolver::resolve(list);  // at the start: the loop serves nothing yet
+  // None resolves now: the client is given the names, and resolves them at each attempt.
+  if (!resolved.empty()) {
+    shared->connect = resolved + chroot;
+    spdlog::info("zookeeper hosts {} resolve to {}", list, resolved);
+  }
+  shared->resolvedToLoop = std::make_unique<KjLoopExecutor>(events);
+  shared->resolver = std::make_unique<HostResolver>(
+      list, resolved, kResolveEvery, *shared->resolvedToLoop,
+      [weak = std::weak_ptr<Shared>(shared), chroot](const std::string& now) {
+        auto shared = weak.lock();
+        if (!shared || !shared->alive) return;
+        spdlog::info("zookeeper hosts {} now resolve to {}", shared->hosts, now);
+        shared->connect = now + chroot;
+        if (shared->zh) zoo_set_servers(shared->zh, now.c_str());
+      });
+}
+
+}  // namespace
+
 void RealZkClient::Shared::settled() {
   if (!reopenDue || !alive) return;
   reopenDue = false;
@@ -426,6 +464,7 @@ RealZkClient::RealZkClient(kj::UnixEventPort& events, Timer& timer, std::string 
                            std::optional<DigestCredentials> credentials)
     : shared_(std::make_shared<Shared>(events, timer, std::move(hosts), sessionTimeout,
                                        watchHandshakes, std::move(credentials))) {
+  resolveOffTheLoop(shared_, events);
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
   routeCClientLogStream();
   reopen(shared_);
@@ -437,9 +476,12 @@ RealZkClient::RealZkClient(kj::UnixEventPort& events, Timer& timer, std::string 
 
 RealZkClient::~RealZkClient() {
   shared_->alive = false;
+  shared_->resolver.reset();  // joins its thread
+  shared_->resolvedToLoop.reset();
   shared_->timer.cancel(shared_->handshakeTimer);
   shared_->listener = nullptr;
   closeHandle(*shared_);
+  shared_->driver.reset();  // its pending tasks hold answers that refer back to the client
 }
 
 SessionState RealZkClient::sessionState() const { return shared_->state; }

@@ -101,8 +101,9 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
   }
   argv.insert(argv.end(), options.extraArgs.begin(), options.extraArgs.end());
   sidecarArgv_.push_back(argv);
-  sidecars_.push_back(
-      std::make_unique<ChildProcess>(argv, dir_ + "/sidecar" + std::to_string(i) + ".log"));
+  sidecarEnv_.push_back(options.env);
+  sidecars_.push_back(std::make_unique<ChildProcess>(
+      argv, dir_ + "/sidecar" + std::to_string(i) + ".log", options.env));
   if (!waitReady(i)) {
     throw std::runtime_error("sidecar " + std::to_string(i) + " did not become ready:\n" +
                              sidecars_[i]->log());
@@ -113,7 +114,8 @@ size_t SidecarCluster::startSidecar(SidecarOptions options) {
 void SidecarCluster::restartSidecar(size_t i) {
   sidecars_.at(i)->signal(SIGKILL);
   sidecars_[i]->wait(std::chrono::milliseconds(10000));
-  sidecars_[i] = std::make_unique<ChildProcess>(sidecarArgv_.at(i), sidecars_[i]->logPath());
+  sidecars_[i] = std::make_unique<ChildProcess>(sidecarArgv_.at(i), sidecars_[i]->logPath(),
+                                               sidecarEnv_.at(i));
   if (!waitReady(i)) {
     throw std::runtime_error("sidecar " + std::to_string(i) + " did not become ready again:\n" +
                              sidecars_[i]->log());

@@ -21,6 +21,7 @@ struct SidecarOptions {
   std::string socket{};  // --socket; empty: socket(i), in the cluster's directory
   // No --status-socket (unless extraArgs give one): the sidecar's default, beside its socket.
   bool defaultStatusSocket = false;
+  std::vector<std::string> env{};  // extra "KEY=VALUE" entries of its environment
 };
 
 class SidecarCluster {
@@ -56,6 +57,7 @@ class SidecarCluster {
   std::unique_ptr<devzk::ZkServerProcess> zk_;
   std::vector<std::unique_ptr<ChildProcess>> sidecars_;
   std::vector<std::vector<std::string>> sidecarArgv_;
+  std::vector<std::vector<std::string>> sidecarEnv_;
   std::vector<std::string> sockets_;  // of the sidecars started
   std::vector<std::string> otherLogs_;
 };
