@@ -11,12 +11,15 @@
 #                 too; alone, only those.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-build_pkgs=(libzookeeper-mt-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
+# The sidecar drives the single-threaded ZooKeeper client from its loop; tests and the bench use
+# the multi-threaded runtime's synchronous API (test_pkgs). Installing the -st-dev package
+# removes a -mt-dev one (they conflict on the headers).
+build_pkgs=(libzookeeper-st-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
             cmake make g++ pkg-config
             prometheus-cpp-dev)  # the status socket's /metrics
 demo_pkgs=(zookeeper  # `fencekeeper --dev` runs its jars (and brings the Java runtime)
            python3)   # examples/fenced_store/fence_client.py
-test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
+test_pkgs=(libzookeeper-mt2 libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
            python3-matplotlib  # bench/plots.py
            python3-pip python3-setuptools python3-wheel procps spin
            clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh

@@ -29,6 +29,7 @@
 #include "sidecar/rpc/unix_socket.h"
 #include "sidecar/shm/lease_table_publisher.h"
 #include "sidecar/shm/lease_table_writer.h"
+#include "sidecar/status/loop_lag.h"
 #include "sidecar/status/metrics.h"
 #include "sidecar/status/status_server.h"
 #include "sidecar/zk/acl_audit.h"
@@ -163,6 +164,9 @@ int run(const SidecarConfig& config) {
   engine::ObserverList observers;
   observers.add(eventLog);
   observers.add(metrics);
+  status::LoopLag loopLag(timer, [&metrics](std::chrono::microseconds late) {
+    metrics.loopLag(late);
+  });
   auto engine = std::make_unique<engine::LockEngine>(*zk, timer, engineConfig, &observers);
 
   // What this process puts on disk is removed again if it ends by an exception (a failed start):

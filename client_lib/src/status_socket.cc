@@ -5,10 +5,14 @@
 #include <kj/async-io.h>
 #include <kj/compat/http.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "common/socket_path.h"
+#include "common/unix_connect.h"
 
 namespace fencekeeper {
 namespace {
@@ -18,25 +22,23 @@ Status unavailable(std::string why) { return Status{ErrorCode::kSidecarUnavailab
 // The exchange, start to end, on the calling thread's new event loop.
 Status exchange(const std::string& path, const std::string& target, Millis timeout, size_t maxBody,
                 HttpAnswer* out) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  int fd = connectUnixSocket(path, deadline);
+  if (fd < 0) {
+    return unavailable("cannot connect to the status socket " + path + ": " +
+                       std::strerror(errno));
+  }
   auto io = kj::setupAsyncIo();
   kj::HttpHeaderTable table;
   // Declared before the promise that uses them, so destroyed after it.
-  kj::Own<kj::AsyncIoStream> stream;
-  kj::Own<kj::HttpClient> client;
+  kj::Own<kj::AsyncIoStream> stream =
+      io.lowLevelProvider->wrapUnixSocketFd(fd, kj::LowLevelAsyncIoProvider::TAKE_OWNERSHIP);
+  kj::HttpHeaders headers(table);
+  headers.set(kj::HttpHeaderId::HOST, "localhost");
+  kj::Own<kj::HttpClient> client = kj::newHttpClient(table, *stream);
   auto answer =
-      io.provider->getNetwork()
-          .parseAddress(kj::str("unix:", path.c_str()))
-          .then([](kj::Own<kj::NetworkAddress> address) {
-            return address->connect().attach(kj::mv(address));
-          })
-          .then([&](kj::Own<kj::AsyncIoStream> connected) {
-            stream = kj::mv(connected);
-            client = kj::newHttpClient(table, *stream);
-            kj::HttpHeaders headers(table);
-            headers.set(kj::HttpHeaderId::HOST, "localhost");
-            return client->request(kj::HttpMethod::GET, target.c_str(), headers, uint64_t(0))
-                .response;
-          })
+      client->request(kj::HttpMethod::GET, target.c_str(), headers, uint64_t(0))
+          .response
           .then([maxBody](kj::HttpClient::Response&& response) {
             int code = static_cast<int>(response.statusCode);
             auto& body = *response.body;
@@ -46,7 +48,9 @@ Status exchange(const std::string& path, const std::string& target, Millis timeo
                 })
                 .attach(kj::mv(response.body));
           });
-  auto late = io.provider->getTimer().afterDelay(timeout.count() * kj::MILLISECONDS);
+  auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+  auto late = io.provider->getTimer().afterDelay(std::max<int64_t>(left.count(), 0) *
+                                                 kj::MILLISECONDS);
   auto inTime = answer.then([](HttpAnswer a) -> kj::Maybe<HttpAnswer> { return kj::mv(a); })
                     .exclusiveJoin(late.then([]() -> kj::Maybe<HttpAnswer> { return nullptr; }));
   try {

@@ -159,7 +159,9 @@ BoundSocket bindUnixSocket(const std::string& configured, bool worldAccessible) 
     int rc = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
     int bindErrno = errno;
     umask(old);
-    if (rc != 0 || listen(fd, 128) != 0 || lstat(path.c_str(), &st) != 0) {
+    // SOMAXCONN (4096): a burst of local connections the loop has not accepted yet is queued;
+    // a full backlog refuses a local connect at once (EAGAIN), a probe's too.
+    if (rc != 0 || listen(fd, SOMAXCONN) != 0 || lstat(path.c_str(), &st) != 0) {
       int err = rc != 0 ? bindErrno : errno;
       if (rc == 0) unlink(path.c_str());  // bound but not listening: nobody would serve it
       close(fd);

@@ -117,6 +117,18 @@ Metrics::Metrics(std::string version, bool lockLabels)
               .Help("Round trip of the sidecar's ZooKeeper heartbeats, loop latency included")
               .Register(*registry_)
               .Add({}, heartbeatBuckets())),
+      loopLag_(BuildHistogram()
+                   .Name("fencekeeper_loop_lag_seconds")
+                   .Help("How late the sidecar's loop ran a 50 ms tick: its longest turns "
+                         "(ZooKeeper's heartbeats wait for them too)")
+                   .Register(*registry_)
+                   .Add({}, prometheus::Histogram::BucketBoundaries{
+                                0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1})),
+      loopLagMax_(BuildGauge()
+                      .Name("fencekeeper_loop_lag_max_seconds")
+                      .Help("The longest fencekeeper_loop_lag_seconds since start")
+                      .Register(*registry_)
+                      .Add({})),
       vouched_(BuildGauge()
                    .Name("fencekeeper_zk_session_vouched")
                    .Help("1 while the sidecar can vouch for its ZooKeeper session")
@@ -227,6 +239,12 @@ void Metrics::heartbeatAnswered(std::chrono::microseconds roundTrip) {
 
 void Metrics::refused(std::string_view detail) {
   refused_.Add({{"limit", refusalLimit(detail)}}).Increment();
+}
+
+void Metrics::loopLag(std::chrono::microseconds late) {
+  double seconds = std::chrono::duration<double>(late).count();
+  loopLag_.Observe(seconds);
+  if (seconds > loopLagMaxSeconds_) loopLagMax_.Set(loopLagMaxSeconds_ = seconds);
 }
 
 void Metrics::statusRequest(std::string_view path, unsigned code) {

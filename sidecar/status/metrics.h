@@ -40,6 +40,8 @@ class Metrics final : public engine::EngineObserver {
   void sessionState(zk::SessionState state) override;
   void vouchingLapsed() override;
   void heartbeatAnswered(std::chrono::microseconds roundTrip) override;
+  // How late the loop ran a timer (loop_lag.h).
+  void loopLag(std::chrono::microseconds late);
   // A request refused by a limit or the allow-list; `detail` is the refusal's text.
   void refused(std::string_view detail);
   void statusRequest(std::string_view path, unsigned code);
@@ -72,6 +74,9 @@ class Metrics final : public engine::EngineObserver {
   prometheus::Family<prometheus::Counter>& sessionStates_;
   prometheus::Counter& vouchingLapses_;
   prometheus::Histogram& heartbeat_;
+  prometheus::Histogram& loopLag_;
+  prometheus::Gauge& loopLagMax_;
+  double loopLagMaxSeconds_ = 0;
   prometheus::Gauge& vouched_;
   prometheus::Gauge& safeFor_;
   prometheus::Gauge& leases_;

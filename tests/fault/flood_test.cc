@@ -22,6 +22,7 @@
 
 #include "fencekeeper/client.h"
 #include "sidecar/devzk/proc_state.h"
+#include "tests/support/http_get.h"
 #include "tests/support/loss_recorder.h"
 #include "tests/support/raw_rpc_socket.h"
 #include "tests/support/sidecar_cluster.h"
@@ -173,14 +174,18 @@ class FloodTest : public ::testing::Test {
     std::string counts = flood.log();
     while (!counts.empty() && counts.back() == '\n') counts.pop_back();
 
+    // The loop's longest turn as the sidecar measured it (how late its 50 ms tick ran).
+    auto metrics = httpGet(cluster.statusSocket(0), "/metrics", milliseconds(5000));
+    double loopLagMs =
+        metrics ? metricSample(metrics->body, "fencekeeper_loop_lag_max_seconds") * 1000 : -1;
     std::printf(
         "flood %s (%d s): %s  holder check() round trip p50 %lld us, p99 %lld us, max %lld us "
         "over %zu; heartbeat round trip max %lld us over %d (%d later than Q); min safeFor %u ms; "
-        "sidecar RSS max %ld KiB\n",
+        "sidecar RSS max %ld KiB; loop lag max %.1f ms (since start)\n",
         mode.c_str(), seconds, counts.c_str(), percentile(seen.checkUs, 0.5),
         percentile(seen.checkUs, 0.99), percentile(seen.checkUs, 1.0), seen.checkUs.size(),
         heartbeats.maxUs, heartbeats.count, heartbeats.anchoredNothing, seen.minSafeForMs,
-        seen.maxRssKiB);
+        seen.maxRssKiB, loopLagMs);
 
     EXPECT_FALSE(loss.lost) << "the holder was told its lease was lost, reason "
                             << lossReasonName(static_cast<LossReason>(loss.reason.load()));

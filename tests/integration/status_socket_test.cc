@@ -44,6 +44,8 @@ const char* const kMetricNames[] = {
     "fencekeeper_zk_session_state_changes_total",
     "fencekeeper_vouching_lapses_total",
     "fencekeeper_heartbeat_round_trip_seconds",
+    "fencekeeper_loop_lag_seconds",
+    "fencekeeper_loop_lag_max_seconds",
     "fencekeeper_zk_session_vouched",
     "fencekeeper_safe_for_seconds",
     "fencekeeper_leases",
@@ -54,16 +56,6 @@ const char* const kMetricNames[] = {
     "fencekeeper_accept_failures_total",
     "fencekeeper_status_requests_total",
 };
-
-// The value of the sample `series` (name and labels exactly as exposed), or -1.
-double sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
-}
 
 // Decodes /status's JSON with the schema.
 struct DecodedStatus {
@@ -178,13 +170,13 @@ TEST_F(StatusSocketTest, HealthReadinessStatusAndMetricsFromARealSidecar) {
   for (const char* name : kMetricNames) {
     EXPECT_NE(metrics.body.find(std::string("# TYPE ") + name + " "), std::string::npos) << name;
   }
-  EXPECT_EQ(sample(metrics.body, "fencekeeper_grants_total"), 1);
-  EXPECT_EQ(sample(metrics.body, "fencekeeper_leases"), 1);
-  EXPECT_EQ(sample(metrics.body, "fencekeeper_waiters"), 1);
-  EXPECT_EQ(sample(metrics.body, "fencekeeper_connections"), 2);
-  EXPECT_EQ(sample(metrics.body, "fencekeeper_zk_session_vouched"), 1);
-  EXPECT_EQ(sample(metrics.body, "fencekeeper_lease_losses_total{reason=\"ttl_expired\"}"), 0);
-  EXPECT_GT(sample(metrics.body, "fencekeeper_heartbeat_round_trip_seconds_count"), 0);
+  EXPECT_EQ(metricSample(metrics.body, "fencekeeper_grants_total"), 1);
+  EXPECT_EQ(metricSample(metrics.body, "fencekeeper_leases"), 1);
+  EXPECT_EQ(metricSample(metrics.body, "fencekeeper_waiters"), 1);
+  EXPECT_EQ(metricSample(metrics.body, "fencekeeper_connections"), 2);
+  EXPECT_EQ(metricSample(metrics.body, "fencekeeper_zk_session_vouched"), 1);
+  EXPECT_EQ(metricSample(metrics.body, "fencekeeper_lease_losses_total{reason=\"ttl_expired\"}"), 0);
+  EXPECT_GT(metricSample(metrics.body, "fencekeeper_heartbeat_round_trip_seconds_count"), 0);
   EXPECT_EQ(metrics.body.find("status-held"), std::string::npos)
       << "no lock-name label without --metrics-lock-labels";
 
@@ -194,10 +186,10 @@ TEST_F(StatusSocketTest, HealthReadinessStatusAndMetricsFromARealSidecar) {
   std::string after;
   EXPECT_TRUE(waitUntil([&] {
     after = get("/metrics").body;
-    return sample(after, "fencekeeper_releases_total") == 2;
+    return metricSample(after, "fencekeeper_releases_total") == 2;
   })) << "released, then the waiter's dropped";
-  EXPECT_EQ(sample(after, "fencekeeper_grants_total"), 2);
-  EXPECT_EQ(sample(after, "fencekeeper_acquire_wait_seconds_count"), 2);
+  EXPECT_EQ(metricSample(after, "fencekeeper_grants_total"), 2);
+  EXPECT_EQ(metricSample(after, "fencekeeper_acquire_wait_seconds_count"), 2);
 }
 
 TEST_F(StatusSocketTest, UnknownPathsAre404OtherMethods405AndBadQueries400) {
@@ -321,8 +313,8 @@ TEST_F(StatusSocketTest, ReadyzIs503WhileZooKeeperIsDownAndHealthzStays200) {
   EXPECT_FALSE(s->status.getReady());
   EXPECT_NE(std::string(s->status.getNotReadyReason().cStr()), "");
   auto metrics = get("/metrics").body;
-  EXPECT_EQ(sample(metrics, "fencekeeper_zk_session_vouched"), 0);
-  EXPECT_GE(sample(metrics, "fencekeeper_vouching_lapses_total"), 1);
+  EXPECT_EQ(metricSample(metrics, "fencekeeper_zk_session_vouched"), 0);
+  EXPECT_GE(metricSample(metrics, "fencekeeper_vouching_lapses_total"), 1);
 
   cluster.zk().restart(0);
   EXPECT_TRUE(waitUntil(
@@ -452,8 +444,8 @@ TEST(StatusSocketMetrics, LockLabelsOnlyWhenAsked) {
   ASSERT_TRUE(lease);
   auto metrics = httpGet(cluster.statusSocket(0), "/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_EQ(sample(metrics->body, "fencekeeper_grants_total{lock=\"labelled\"}"), 1);
-  EXPECT_EQ(sample(metrics->body, "fencekeeper_acquire_wait_seconds_count{lock=\"labelled\"}"), 1);
+  EXPECT_EQ(metricSample(metrics->body, "fencekeeper_grants_total{lock=\"labelled\"}"), 1);
+  EXPECT_EQ(metricSample(metrics->body, "fencekeeper_acquire_wait_seconds_count{lock=\"labelled\"}"), 1);
 }
 
 // Scrapes of /status (every lease listed) and /metrics back to back, from two scraper processes,

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 namespace fencekeeper::testing {
 
@@ -136,6 +137,15 @@ std::optional<HttpAnswer> httpGet(const std::string& path, const std::string& ta
                                   std::chrono::milliseconds timeout) {
   return httpExchange(
       path, "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", timeout);
+}
+
+double metricSample(const std::string& metrics, const std::string& series) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
 }
 
 }  // namespace fencekeeper::testing

@@ -32,4 +32,8 @@ std::optional<HttpAnswer> httpGet(const std::string& path, const std::string& ta
 // Parses a raw answer (status line, headers, body); nullopt when it is not HTTP.
 std::optional<HttpAnswer> parseHttpAnswer(const std::string& raw);
 
+// The value of the sample `series` (name and labels exactly as exposed) in a Prometheus text
+// exposition, or -1.
+double metricSample(const std::string& metrics, const std::string& series);
+
 }  // namespace fencekeeper::testing
