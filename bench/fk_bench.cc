@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "bench/capnp_ping.h"
+#include "bench/fleet.h"
 #include "bench/harness.h"
 #include "bench/kazoo_row.h"
 #include "bench/stats.h"
@@ -843,6 +844,10 @@ int run(const Options& opt, const std::string& selfExe) {
   if ((opt.want("throughput") || opt.want("herd") || opt.want("scale")) && !g_stop) {
     benchSuite(opt, table);
   }
+  // Minutes of its own (up to 200 sidecars): with --full, or asked for by name.
+  if ((opt.only.count("fleet") || (opt.full && opt.only.empty())) && !g_stop) {
+    benchFleet(opt, table);
+  }
 
   std::printf("\n");
   table.print(stdout);
@@ -865,7 +870,7 @@ int usage(const char* msg) {
                "%s\nusage: fk_bench [--quick] [--full] [--only SECTION,...] [--tsv FILE] "
                "[--out DIR] [--sidecar-log-level LEVEL] [--budget SECONDS] [--keep-logs]\n"
                "sections: rpc, cycle, handover, kill, valid, nosync, whatif, kazoo, throughput, "
-               "herd, scale\n",
+               "herd, scale, fleet (not run unless named, or with --full)\n",
                msg);
   return 2;
 }
