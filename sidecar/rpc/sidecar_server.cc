@@ -10,6 +10,7 @@
 #include "sidecar/engine/lock_name.h"
 #include "sidecar/rpc/error_mapping.h"
 #include "sidecar/rpc/message_limits.h"
+#include "sidecar/rpc/read_buffered_stream.h"
 #include "sidecar/rpc/status_report.h"
 
 namespace fencekeeper::rpc {
@@ -425,7 +426,7 @@ struct Connection {
   Connection(ServerContext& context, const Budget& budget, kj::Own<kj::AsyncIoStream> s,
              capnp::Capability::Client bootstrap)
       : registration(context, budget),
-        stream(kj::mv(s)),
+        stream(kj::heap<ReadBufferedStream>(kj::mv(s))),
         messages(*stream),
         network(messages, capnp::rpc::twoparty::Side::SERVER, replyOptions()),
         rpcSystem(capnp::makeRpcServer(network, kj::mv(bootstrap))) {
