@@ -137,10 +137,16 @@ struct RealZkClient::Shared : std::enable_shared_from_this<RealZkClient::Shared>
         driver(std::make_unique<ZkLoopDriver>(events, tm, [this] { settled(); })) {}
   // After the client's calls returned: what they could not do inside them.
   void settled();
-  // Runs `fn` now, unless the client has been destroyed (its closing handle answers then).
+  // Runs `fn` now, unless the client has been destroyed (its closing handle answers then). It
+  // runs inside the C client's call: nothing may unwind through the client's C frames.
   template <typename Fn>
   void deliver(Fn&& fn) {
-    if (alive) fn();
+    if (!alive) return;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      spdlog::error("a ZooKeeper answer's handler failed: {}", e.what());
+    }
   }
 };
 
@@ -172,9 +178,10 @@ void sessionWatcher(zhandle_t* zh, int type, int state, const char*, void* ctx) 
   auto* handle = static_cast<HandleCtx*>(ctx);
   const clientid_t* id = zoo_client_id(zh);
   auto shared = handle->shared;
-  if (!shared->alive) return;
-  deliverSessionEvent(shared, handle->generation, state, id ? id->client_id : 0,
-                      zoo_recv_timeout(zh));
+  shared->deliver([&] {
+    deliverSessionEvent(shared, handle->generation, state, id ? id->client_id : 0,
+                        zoo_recv_timeout(zh));
+  });
 }
 
 void nodeWatcher(zhandle_t*, int type, int, const char*, void* ctx) {
