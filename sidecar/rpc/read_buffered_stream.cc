@@ -7,6 +7,7 @@ namespace fencekeeper::rpc {
 
 size_t ReadBufferedStream::take(kj::byte* out, size_t max) {
   size_t n = std::min(max, end_ - begin_);
+  if (n == 0) return 0;  // (`out` may be null: a read of nothing)
   std::memcpy(out, buffer_ + begin_, n);
   begin_ += n;
   return n;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "tests/support/loss_recorder.h"
@@ -26,8 +27,12 @@ TEST(SlowDns, ANameResolvedLateNeverHoldsBackTheLoopOrTheHoldersLease) {
   SidecarOptions options;
   options.zk = "localhost:" + std::to_string(cluster.zk().clientPort(0));
   options.sessionTimeout = "4s";
+  // Under ASan the preloaded shim comes before ASan's runtime, which ASan refuses by default.
+  const char* asan = std::getenv("ASAN_OPTIONS");
   options.env = {std::string("LD_PRELOAD=") + FK_SLOW_DNS_SHIM,
-                 "FK_SLOW_DNS_MS=" + std::to_string(kSlowDnsMs)};
+                 "FK_SLOW_DNS_MS=" + std::to_string(kSlowDnsMs),
+                 std::string("ASAN_OPTIONS=") + (asan ? asan : "") +
+                     (asan && *asan ? ":" : "") + "verify_asan_link_order=0"};
   cluster.startSidecar(options);  // its first resolution, before it serves, takes 3 s
   auto holder = cluster.connect(0);
   auto observer = cluster.connect(0);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -24,7 +25,15 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, std::string logPath,
     : logPath_(std::move(logPath)) {
   devzk::SpawnSpec spec;
   spec.argv = std::move(argv);
-  for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
+  // An extra entry replaces an inherited one of the same name (getenv finds the first).
+  auto nameOf = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    bool replaced = std::any_of(extraEnv.begin(), extraEnv.end(), [&](const std::string& extra) {
+      return nameOf(extra) == nameOf(entry);
+    });
+    if (!replaced) spec.env.push_back(std::move(entry));
+  }
   spec.env.insert(spec.env.end(), extraEnv.begin(), extraEnv.end());
   spec.outputPath = logPath_;
   if (newGroup) spec.group = devzk::SpawnSpec::Group::kNewGroup;

@@ -17,8 +17,9 @@ std::string readFile(const std::string& path);
 
 class ChildProcess {
  public:
-  // Starts argv[0] (looked up on PATH) with extra "KEY=VALUE" environment entries, its stdout and
-  // stderr appended to `logPath` (or inherited when empty). `newGroup` puts it in its own group.
+  // Starts argv[0] (looked up on PATH) with extra "KEY=VALUE" environment entries (replacing
+  // inherited ones of those names), its stdout and stderr appended to `logPath` (or inherited
+  // when empty). `newGroup` puts it in its own group.
   ChildProcess(std::vector<std::string> argv, std::string logPath,
                std::vector<std::string> extraEnv = {}, bool newGroup = false);
   // Kills (SIGKILL, after SIGCONT) and reaps the child if it still runs.
