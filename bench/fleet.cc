@@ -105,7 +105,7 @@ void benchFleet(const Options& opt, Table& table) {
   int failedAcquires = 0;
   for (size_t row = 0; row < sizes.size(); ++row) {
     const size_t n = sizes[row];
-    Cap cap(seconds(240));
+    Cap cap(seconds(600));  // starting 200 sidecars takes minutes on a loaded machine
     progress("[10] fleet: starting sidecars up to %s on a 3-server ensemble\n", std::to_string(n));
     while (clients.size() < n && !cap.over()) {
       size_t i = cluster.startSidecar(so);
