@@ -2,6 +2,8 @@
 // capability table of a million empty entries used to cost 20 ms of loop time and 16 MB (issue 9).
 #include "sidecar/rpc/message_limits.h"
 
+#include <capnp/rpc.capnp.h>
+#include <capnp/serialize.h>
 #include <gtest/gtest.h>
 #include <kj/async.h>
 
@@ -57,6 +59,19 @@ TEST(MessageLimitsTest, EightCapabilitiesPassNineAreRefused) {
       std::string::npos);
   EXPECT_NE(readThrough(frames::hugeCapTable(1, 0, 4000)).find("capability table"),
             std::string::npos);
+}
+
+// Found by fuzz_rpc_bytes: Cap'n Proto 0.9 mishandles "send the results to yourself" on a
+// two-party connection (a promise callback destroys itself); no client of the sidecar needs it.
+TEST(MessageLimitsTest, ACallWhoseResultsGoElsewhereThanItsCallerIsRefused) {
+  auto plain = frames::status(1, 0);
+  EXPECT_EQ(readThrough(plain), "");
+  capnp::FlatArrayMessageReader reader(plain);
+  capnp::MallocMessageBuilder builder;
+  builder.setRoot(reader.getRoot<capnp::rpc::Message>());
+  builder.getRoot<capnp::rpc::Message>().getCall().getSendResultsTo().setYourself();
+  std::string refusal = readThrough(capnp::messageToFlatArray(builder));
+  EXPECT_NE(refusal.find("results go elsewhere"), std::string::npos) << refusal;
 }
 
 TEST(MessageLimitsTest, RequestsOfThisApiPassAndBigMessagesAreRefused) {
