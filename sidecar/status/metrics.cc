@@ -244,7 +244,7 @@ void Metrics::refused(std::string_view detail) {
 void Metrics::loopLag(std::chrono::microseconds late) {
   double seconds = std::chrono::duration<double>(late).count();
   loopLag_.Observe(seconds);
-  if (seconds > loopLagMaxSeconds_) loopLagMax_.Set(loopLagMaxSeconds_ = seconds);
+  if (seconds > loopLagMax_.Value()) loopLagMax_.Set(seconds);
 }
 
 void Metrics::statusRequest(std::string_view path, unsigned code) {

@@ -76,7 +76,6 @@ class Metrics final : public engine::EngineObserver {
   prometheus::Histogram& heartbeat_;
   prometheus::Histogram& loopLag_;
   prometheus::Gauge& loopLagMax_;
-  double loopLagMaxSeconds_ = 0;
   prometheus::Gauge& vouched_;
   prometheus::Gauge& safeFor_;
   prometheus::Gauge& leases_;
