@@ -1,6 +1,6 @@
 // The C++ client: a KJ event loop on its own I/O thread owns the connection and every Cap'n
 // Proto object; public calls hop onto it through a KjLoopExecutor (a mutex-guarded queue and an
-// eventfd) and wait for the answer on a std::future. KJ's own cross-thread executor would do, but
+// eventfd) and wait for the answer on a CallAnswer. KJ's own cross-thread executor would do, but
 // its futex-based locking is invisible to ThreadSanitizer.
 #include "fencekeeper/client.h"
 
@@ -23,6 +23,7 @@
 
 #include "boot_clock.h"
 #include "client_lib/src/acquire_request.h"
+#include "client_lib/src/call_answer.h"
 #include "client_lib/src/client_internal.h"
 #include "client_lib/src/lease_table_reader.h"
 #include "client_lib/src/server_check.h"
@@ -112,6 +113,8 @@ struct LeaseState {
   std::atomic<bool> checkedIn{true};
   // Set once lost or released: validFor()'s lock-free answer.
   std::atomic<bool> ended{false};
+  // Set once the I/O thread has erased it (its release was answered): its drop needs no hop.
+  std::atomic<bool> forgotten{false};
   // The lease's slot in the sidecar's shared-memory lease table; no table, or generation 0, when
   // it has none (validFor() then counts from the sidecar's last answer). Set before delivery.
   std::shared_ptr<const internal::LeaseTableReader> table;
@@ -278,26 +281,33 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   int connectionFd() const { return connectionFd_.load(); }
   bool onIoThread() const { return std::this_thread::get_id() == ioThread_; }
 
-  // Runs `fn` (returning a Promise<Status> or a Status) on the I/O thread and waits for it.
+  // How a caller waits: calls the sidecar answers alone (check, renew) poll before they sleep;
+  // calls that wait for ZooKeeper (a millisecond or more) sleep at once.
+  enum class Wait { kSleep, kSpinFirst };
+  using Answer = std::shared_ptr<CallAnswerSetter>;
+
+  // Runs `fn` on the I/O thread and waits for it. `fn` returns a Promise<Status> or a Status; one
+  // that takes an Answer may answer from inside the reply's handler, before Cap'n Proto sends
+  // its Finish (the caller then need not wait for that write).
   template <typename Func>
-  Status call(Func&& fn) {
+  Status call(Func&& fn, Wait wait = Wait::kSleep) {
     if (onIoThread()) return error(ErrorCode::kWrongThread);
     if (!connected_) return offline();
-    auto result = std::make_shared<std::promise<Status>>();
-    auto answer = result->get_future();
-    bool posted = post([this, &fn, result] {
+    auto answer = std::make_shared<CallAnswer>();
+    auto setter = std::make_shared<CallAnswerSetter>(answer, clientClosed());
+    bool posted = post([this, &fn, setter] {
       kj::Promise<Status> promise = kj::evalNow([&]() -> kj::Promise<Status> {
         if (sidecar_ == nullptr) return offline();  // dropped since the check above
-        return fn();
+        if constexpr (std::is_invocable_v<Func&, const Answer&>) {
+          return fn(setter);
+        } else {
+          return fn();
+        }
       });
-      calls_->add(promise.then([result](Status s) { result->set_value(std::move(s)); }));
+      calls_->add(promise.then([setter](Status s) { setter->set(std::move(s)); }));
     });
     if (!posted) return clientClosed();
-    try {
-      return answer.get();
-    } catch (const std::future_error&) {  // the I/O loop ended with the call in flight
-      return clientClosed();
-    }
+    return answer->wait(wait == Wait::kSpinFirst);
   }
 
   // Runs an acquire for `request` on the I/O thread and finishes it there (at once if refused).
@@ -365,7 +375,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   }
 
   struct CallErrors final : kj::TaskSet::ErrorHandler {
-    void taskFailed(kj::Exception&&) override {}  // its std::promise breaks: the caller is told
+    void taskFailed(kj::Exception&&) override {}  // its CallAnswerSetter answers "client closed"
   };
 
   const std::string socketPath_;  // where the sidecar binds it (resolveSocketPath)
@@ -724,8 +734,9 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
     // No renew may race the release: its "not held" would read as a loss.
     it->second.keepAlive = nullptr;
     return withDeadline(it->second.cap.releaseRequest(ipc::sizeFor<ipc::Lease::ReleaseParams>()).send().then(
-        [this, key, confirmed](capnp::Response<ipc::Lease::ReleaseResults> r) {
+        [this, key, confirmed, s = it->second.state](capnp::Response<ipc::Lease::ReleaseResults> r) {
           leases_.erase(key);
+          s->forgotten.store(true, std::memory_order_release);
           if (confirmed) *confirmed = r.getConfirmed();
           return r.getError() == ipc::Error::OK ? Status{} : failure(r);
         },
@@ -738,47 +749,59 @@ Status ClientImpl::release(LeaseState& state, bool* confirmed) {
 Status ClientImpl::renew(LeaseState& state, Millis ttl) {
   if (Status s = state.stateError(); !s.ok()) return s;
   uint64_t key = state.key;
-  return call([&]() -> kj::Promise<Status> {
-    auto it = leases_.find(key);
-    if (it == leases_.end()) return error(ErrorCode::kNotHeld);
-    auto request = it->second.cap.renewRequest(ipc::sizeFor<ipc::Lease::RenewParams>());
-    request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
-    auto sentAt = Clock::now();
-    auto s = it->second.state;
-    return withDeadline(request.send().then(
-        [s, sentAt](capnp::Response<ipc::Lease::RenewResults> r) {
-          if (r.getError() != ipc::Error::OK) {
-            if (endsLease(r.getError())) s->markLost(lossOf(r.getError(), r.getLossReason()));
-            return failure(r);
-          }
-          s->setValidity(sentAt, r.getValidMs());
-          return Status{};
-        },
-        [](kj::Exception&& e) { return transportFailure(e); }));
-  });
+  return call(
+      [&](const Answer& answer) -> kj::Promise<Status> {
+        auto it = leases_.find(key);
+        if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+        auto request = it->second.cap.renewRequest(ipc::sizeFor<ipc::Lease::RenewParams>());
+        request.setTtlMs(static_cast<uint32_t>(std::min<int64_t>(ttl.count(), UINT32_MAX)));
+        auto sentAt = Clock::now();
+        auto s = it->second.state;
+        return withDeadline(request.send().then(
+            [s, sentAt, answer](capnp::Response<ipc::Lease::RenewResults> r) {
+              Status status;
+              if (r.getError() != ipc::Error::OK) {
+                if (endsLease(r.getError())) s->markLost(lossOf(r.getError(), r.getLossReason()));
+                status = failure(r);
+              } else {
+                s->setValidity(sentAt, r.getValidMs());
+              }
+              answer->set(status);
+              return status;
+            },
+            [](kj::Exception&& e) { return transportFailure(e); }));
+      },
+      Wait::kSpinFirst);
 }
 
 Status ClientImpl::check(LeaseState& state, Millis* validFor) {
   if (Status s = state.stateError(); !s.ok()) return s;
   uint64_t key = state.key;
-  return call([&]() -> kj::Promise<Status> {
-    auto it = leases_.find(key);
-    if (it == leases_.end()) return error(ErrorCode::kNotHeld);
-    auto sentAt = Clock::now();
-    auto s = it->second.state;
-    return withDeadline(it->second.cap.tokenRequest(ipc::sizeFor<ipc::Lease::TokenParams>()).send().then(
-        [s, sentAt, validFor](capnp::Response<ipc::Lease::TokenResults> r) {
-          if (r.getError() != ipc::Error::OK) {
-            if (endsLease(r.getError())) s->markLost(lossOf(r.getError(), r.getLossReason()));
-            return failure(r);
-          }
-          s->setValidity(sentAt, r.getValidMs());
-          if (validFor)
-            *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
-          return Status{};
-        },
-        [](kj::Exception&& e) { return transportFailure(e); }));
-  });
+  return call(
+      [&](const Answer& answer) -> kj::Promise<Status> {
+        auto it = leases_.find(key);
+        if (it == leases_.end()) return error(ErrorCode::kNotHeld);
+        auto sentAt = Clock::now();
+        auto s = it->second.state;
+        return withDeadline(
+            it->second.cap.tokenRequest(ipc::sizeFor<ipc::Lease::TokenParams>()).send().then(
+                [s, sentAt, validFor, answer](capnp::Response<ipc::Lease::TokenResults> r) {
+                  Status status;
+                  if (r.getError() != ipc::Error::OK) {
+                    if (endsLease(r.getError()))
+                      s->markLost(lossOf(r.getError(), r.getLossReason()));
+                    status = failure(r);
+                  } else {
+                    s->setValidity(sentAt, r.getValidMs());
+                    if (validFor)
+                      *validFor = clampNonNegative(sentAt + Millis(r.getValidMs()) - Clock::now());
+                  }
+                  answer->set(status);
+                  return status;
+                },
+                [](kj::Exception&& e) { return transportFailure(e); }));
+      },
+      Wait::kSpinFirst);
 }
 
 Status ClientImpl::setKeepAlive(LeaseState& state, bool on) {
@@ -918,6 +941,7 @@ Lease::Lease(std::shared_ptr<LeaseState> state) : state_(std::move(state)) {}
 
 Lease::~Lease() {
   state_->markReleased();
+  if (state_->forgotten.load(std::memory_order_acquire)) return;  // released: nothing to drop
   if (auto client = state_->client.lock()) client->drop(state_->key);
 }
 

@@ -43,7 +43,9 @@ std::string refusedBy(const std::string& operation, const std::string& path) {
 }  // namespace
 
 enum class LockEngine::State : uint8_t { kCreating, kWaiting, kHeld, kReleased, kLost };
-enum class LockEngine::OwnWatch : uint8_t { kNone, kAsked, kArmed };
+// kCovered: held, and the lock's children watch (armed after the node was made) stands in for
+// the node's own watch until the children change.
+enum class LockEngine::OwnWatch : uint8_t { kNone, kAsked, kArmed, kCovered };
 
 namespace {
 const char* stateName(int state) {
@@ -74,8 +76,8 @@ struct LockEngine::Request {
   // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
   uint32_t attempt = 0;
   State state = State::kCreating;
-  // The watch on our node: asked for when the node is made (a waiter's own node may be deleted
-  // behind its back too), registered once ZooKeeper answered.
+  // The watch on our node: asked for when the request must wait (a waiter's own node may be
+  // deleted behind its back too) or at its grant, registered once ZooKeeper answered.
   OwnWatch ownWatch = OwnWatch::kNone;
   LossReason lossReason = LossReason::kTtlExpired;
   bool renewFailureNoted : 1 = false;
@@ -155,6 +157,7 @@ void LockEngine::moveTo(Request& r, State next) {
     std::abort();
   }
   tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), bucketOf(next));
+  if (r.state == State::kHeld) forgetHolder(r);
   r.state = next;
 }
 
@@ -386,9 +389,6 @@ void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
       r.ephemeralOwner = res.stat.ephemeralOwner;
       moveTo(r, State::kWaiting);
       if (!r.listingPipelined) checkQueue(r);  // found again after an ambiguous create
-      // Right behind the listing (it answers first): a waiter learns of its node's deletion
-      // before any later event, and a grant finds the watch already asked for.
-      if (r.spec.wait.count() != 0) watchOwnNode(r);
       return;
     case zk::Code::kNoNode:
       ensureParents(r, 0, 0);
@@ -542,9 +542,45 @@ void LockEngine::checkQueue(Request& r, bool pipelined) {
 }
 
 void LockEngine::sendQueueListing(const std::string& path) {
-  zk_.getChildren(path, whileAlive([this, path](const zk::ChildrenResult& res) {
-                    onQueueListing(path, res);
-                  }));
+  auto& readers = queueListings_.at(path).current;
+  bool forNewNode = std::any_of(readers.begin(), readers.end(), [](auto& r) { return r.pipelined; });
+  auto listed = whileAlive([this, path, forNewNode](const zk::ChildrenResult& res) {
+    if (forNewNode && res.code == zk::Code::kOk) heldLocks_[path].watchArmed = true;
+    onQueueListing(path, res);
+  });
+  if (!forNewNode) return zk_.getChildren(path, std::move(listed));
+  zk_.getChildrenAndWatch(path, std::move(listed),
+                          whileAlive([this, path](zk::WatchEvent) { onLockChildrenChanged(path); }));
+}
+
+void LockEngine::onLockChildrenChanged(const std::string& path) {
+  auto it = heldLocks_.find(path);
+  if (it == heldLocks_.end()) return;  // forgotten with a new session or connection since
+  it->second.watchArmed = false;
+  auto holders = it->second.holders;  // (a copy: an answer may come inline and lose one)
+  if (holders.empty()) heldLocks_.erase(it);
+  for (LeaseId id : holders) {
+    Request* r = find(id);
+    if (!r || r->ownWatch != OwnWatch::kCovered) continue;
+    r->ownWatch = OwnWatch::kNone;
+    watchOwnNode(*r);  // answers kNoNode if the change was its deletion
+  }
+}
+
+void LockEngine::loseHoldersMissingFrom(const std::string& path,
+                                        const std::vector<std::string>& children) {
+  auto it = heldLocks_.find(path);
+  if (it == heldLocks_.end()) return;
+  auto holders = it->second.holders;  // (a copy: lose() forgets each)
+  for (LeaseId id : holders) {
+    Request* r = find(id);
+    if (!r || r->state != State::kHeld) continue;
+    std::string node = baseName(nodePath(*r));
+    if (std::find(children.begin(), children.end(), node) != children.end()) continue;
+    spdlog::warn("lock {}: node {} of lease token {} is gone from its queue", r->spec.name, node,
+                 r->czxid);
+    lose(*r, LossReason::kReleasedElsewhere);
+  }
 }
 
 void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResult& res) {
@@ -556,6 +592,7 @@ void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResul
     listing->second.current = std::exchange(listing->second.next, {});
     sendQueueListing(path);
   }
+  if (res.code == zk::Code::kOk) loseHoldersMissingFrom(path, res.children);
   std::vector<QueueNode> queue = queueOf(path, res);
   for (const auto& reader : readers) {
     Request* r = find(reader.id, reader.attempt);
@@ -620,6 +657,9 @@ void LockEngine::onQueue(Request& r, zk::Code code, const std::vector<QueueNode>
   if (r.spec.wait.count() == 0) {  // try once
     return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
   }
+  // Before the predecessor's (it answers first): a waiter learns of its node's deletion before
+  // any later event, and a hand-over without listing finds the watch armed (nextAfter).
+  watchOwnNode(r);
   watchPredecessor(r, path + "/" + predecessor->name);
 }
 
@@ -702,7 +742,7 @@ void LockEngine::grant(Request& r) {
   granted.ttl = r.spec.ttl;
   granted.waited = std::chrono::duration_cast<Millis>(r.grantedAt - r.queuedAt);
   observer_.leaseEvent(granted);
-  watchOwnNode(r);
+  coverOwnNode(r);
   auto done = std::move(r.done);
   done(
       AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.czxid), validity(r).valid, {}});
@@ -730,6 +770,22 @@ void LockEngine::watchOwnNode(Request& r) {
   r.ownWatch = OwnWatch::kAsked;
   zk_.getAndWatch(nodePath(r), resumeOwnNode<&LockEngine::onOwnNodeArmed>(r),
                   resumeOwnNode<&LockEngine::onOwnNodeEvent>(r));
+}
+
+void LockEngine::coverOwnNode(Request& r) {
+  auto& lock = heldLocks_[lockPath(r.spec.name)];
+  lock.holders.push_back(r.id);
+  if (r.ownWatch != OwnWatch::kNone) return;  // a waiter's own watch, asked for already
+  if (!lock.watchArmed) return watchOwnNode(r);
+  r.ownWatch = OwnWatch::kCovered;
+}
+
+void LockEngine::forgetHolder(const Request& r) {
+  auto it = heldLocks_.find(lockPath(r.spec.name));
+  if (it == heldLocks_.end()) return;
+  auto& holders = it->second.holders;
+  holders.erase(std::remove(holders.begin(), holders.end(), r.id), holders.end());
+  if (holders.empty() && !it->second.watchArmed) heldLocks_.erase(it);
 }
 
 void LockEngine::onOwnNodeEvent(Request& r, zk::WatchEvent event) {
@@ -791,6 +847,7 @@ void LockEngine::erase(LeaseId id) {
   timer_.cancel(it->second.waitTimer);
   const Request& r = it->second;
   tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), PeerTally::Bucket::kNone);
+  if (r.state == State::kHeld) forgetHolder(r);
   requests_.erase(it);
 }
 
@@ -990,7 +1047,14 @@ void LockEngine::onSessionState(zk::SessionState state) {
         r.recreateOnConnect = true;
       }
     }
+    heldLocks_.clear();  // its leases lost, its children watches gone with it
   } else if (state == zk::SessionState::kConnected) {
+    // A children watch re-registered by the client, or not: it covers nothing from here on
+    // (verifyHeldNodes gives every covered lease a watch of its own).
+    for (auto it = heldLocks_.begin(); it != heldLocks_.end();) {
+      it->second.watchArmed = false;
+      it = it->second.holders.empty() ? heldLocks_.erase(it) : std::next(it);
+    }
     for (auto& [id, r] : requests_) {
       if (r.recreateOnConnect && r.state == State::kCreating) {
         r.recreateOnConnect = false;
@@ -1005,6 +1069,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
 void LockEngine::verifyHeldNodes() {
   for (auto& [id, r] : requests_) {
     if (r.state != State::kHeld) continue;
+    if (r.ownWatch == OwnWatch::kCovered) r.ownWatch = OwnWatch::kNone;
     if (r.ownWatch != OwnWatch::kArmed) {
       watchOwnNode(r);
       continue;

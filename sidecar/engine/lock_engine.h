@@ -190,7 +190,10 @@ class LockEngine {
   // Lists r's queue: by the listing out now for its lock if it was sent after r's create
   // (`pipelined`: sent right behind it), else by the next one.
   void checkQueue(Request& r, bool pipelined = false);
+  // A listing that serves a request just created also arms the lock's children watch: the
+  // grant it may lead to is then covered by it (coverOwnNode) and asks for no watch of its own.
   void sendQueueListing(const std::string& path);
+  void onLockChildrenChanged(const std::string& path);
   void onQueueListing(const std::string& path, const zk::ChildrenResult& result);
   // The listing's nodes in the queue, once for all its readers; this sidecar's orphans deleted.
   std::vector<QueueNode> queueOf(const std::string& path, const zk::ChildrenResult& result);
@@ -235,6 +238,14 @@ class LockEngine {
   void grant(Request& r);
   void armTtlTimer(Request& r);
   void watchOwnNode(Request& r);
+  // At a grant: the lock's children watch, if armed, tells of the node's deletion (the node was
+  // in the listing that armed it, or made before it); else the node's own watch.
+  void coverOwnNode(Request& r);
+  // `r` leaves kHeld (or is erased held): heldLocks_ forgets it.
+  void forgetHolder(const Request& r);
+  // Loses this engine's leases held at `path` whose nodes `children`, listed after their
+  // grants, lacks.
+  void loseHoldersMissingFrom(const std::string& path, const std::vector<std::string>& children);
   void lose(Request& r, LossReason reason);
   void noteRenewFailed(Request& r, LeaseError error);
   LeaseEvent eventOf(const Request& r, LeaseEventKind kind) const;
@@ -297,6 +308,16 @@ class LockEngine {
     std::vector<Reader> next;
   };
   std::map<std::string, QueueListing> queueListings_;
+  // Per lock path: whether this engine's children watch is set in ZooKeeper, and the leases it
+  // holds there. A held lease relies on the watch for its node's deletion (kCovered) until the
+  // children change: one request fewer on an uncontended cycle. A listing answered after a grant
+  // that lacks the holder's node proves the node deleted, so the lease is lost before that
+  // listing can grant anyone, whatever its own read has told yet (onQueueListing).
+  struct HeldLock {
+    bool watchArmed = false;
+    std::vector<LeaseId> holders;
+  };
+  std::map<std::string, HeldLock> heldLocks_;
   // Per watched lock path: its local watchers and its one ZooKeeper children watch.
   struct HolderWatch {
     uint64_t generation = 0;  // tells a stale ZooKeeper answer or watch from this one's

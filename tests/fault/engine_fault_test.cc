@@ -3,6 +3,7 @@
 // expired for real). What passes on the fake alone proves nothing about ZooKeeper.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "sidecar/engine/lock_engine.h"
@@ -115,13 +116,17 @@ TYPED_TEST(EngineFaultTest, TheQueueIsListedBehindTheCreateNotAfterItsAnswer) {
   uint64_t creates = this->a.faults.sent(FaultyZkClient::kCreate);
   uint64_t listings = this->a.faults.sent(FaultyZkClient::kGetChildren);
   uint64_t requests = this->a.faults.sent(kLockOps);
+  uint64_t gets = this->a.faults.sent(FaultyZkClient::kGet);
   auto p = this->request(this->a, "x");  // no answer has been taken in yet
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kCreate) - creates, 1u);
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 1u);
   ASSERT_TRUE(this->env.until([&] { return p->granted(); }));
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGetChildren) - listings, 1u) << "listed again";
-  // At most three before the grant is answered: the create, the listing, the own-node watch.
-  EXPECT_EQ(this->a.faults.sent(kLockOps) - requests, 3u);
+  // Two before the grant is answered, the create and the listing, and none after: the listing's
+  // children watch covers the held node, which asks for no watch of its own.
+  EXPECT_EQ(this->a.faults.sent(kLockOps) - requests, 2u);
+  this->env.settle();
+  EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGet) - gets, 0u);
 }
 
 // Held back, the create is overtaken by its listing, which cannot show the node: the engine
@@ -197,6 +202,50 @@ TYPED_TEST(EngineFaultTest, NodeDeletedAfterAReconnectIsNoticed) {
   ASSERT_TRUE(this->env.until([&] { return !holder->losses.empty(); }));
   EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
   EXPECT_EQ(this->a.engine.token(holder->outcome->id).error, LeaseError::kLost);
+}
+
+// A lone holder has no watch of its own node: its lock's children watch, armed by the listing
+// that granted it, tells of the deletion, and the node's own read confirms it.
+TYPED_TEST(EngineFaultTest, ALoneHoldersNodeDeletedBehindItsBackIsNoticed) {
+  this->makeParents("x");
+  ASSERT_TRUE(this->grant(this->a, "warm")->granted());  // vouched for: no grant held back
+  uint64_t gets = this->a.faults.sent(FaultyZkClient::kGet);
+  auto holder = this->grant(this->a, "x");
+  ASSERT_TRUE(holder->granted());
+  this->env.settle();
+  EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGet) - gets, 0u) << "an own-node watch";
+  auto nodes = this->queue("x");
+  ASSERT_EQ(nodes.size(), 1u);
+  this->env.remove(this->lock("x") + "/" + nodes[0]);
+  ASSERT_TRUE(this->env.until([&] { return !holder->losses.empty(); }));
+  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
+  EXPECT_EQ(this->a.engine.token(holder->outcome->id).error, LeaseError::kLost);
+}
+
+// Once another node joins the queue, the covered holder watches its own node (the children
+// watch has fired and is not set again for it), and a deletion behind its back is still noticed.
+TYPED_TEST(EngineFaultTest, ACoveredHolderWatchesItsOwnNodeOnceItsQueueChanges) {
+  this->makeParents("x");
+  ASSERT_TRUE(this->grant(this->a, "warm")->granted());
+  auto holder = this->grant(this->a, "x");
+  ASSERT_TRUE(holder->granted());
+  this->env.settle();
+  uint64_t gets = this->a.faults.sent(FaultyZkClient::kGet);
+  auto waiter = this->request(this->b, "x");
+  ASSERT_TRUE(this->env.until([&] { return this->queue("x").size() == 2u; }));
+  ASSERT_TRUE(
+      this->env.until([&] { return this->a.faults.sent(FaultyZkClient::kGet) - gets == 1u; }));
+  this->env.settle();
+  EXPECT_FALSE(waiter->outcome.has_value());
+  auto nodes = this->queue("x");
+  std::sort(nodes.begin(), nodes.end(), [](const std::string& l, const std::string& r) {
+    return l.substr(l.size() - 10) < r.substr(r.size() - 10);
+  });
+  this->env.remove(this->lock("x") + "/" + nodes[0]);
+  ASSERT_TRUE(this->env.until([&] { return !holder->losses.empty(); }));
+  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
+  ASSERT_TRUE(this->env.until([&] { return waiter->granted(); }));
+  EXPECT_GT(waiter->outcome->token, holder->outcome->token);
 }
 
 // A session expires while its client is away (a connected client keeps it alive), and the

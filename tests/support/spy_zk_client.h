@@ -10,14 +10,16 @@
 
 namespace fencekeeper::testing {
 
-// Passes every request on; calls `onRemove` with the path before a delete is sent and counts the
-// listings (and the most out at once) and the children watches asked for.
+// Passes every request on; calls `onRemove` with the path before a delete is sent, and
+// `beforeListing` before a listing is, and counts the listings (and the most out at once) and the
+// children watches asked for.
 class SpyZkClient final : public zk::Client {
  public:
   explicit SpyZkClient(zk::Client& inner) : inner_(inner) {}
   std::function<void(const std::string&)> onRemove;
+  std::function<void(const std::string&)> beforeListing;
   std::map<std::string, int> childrenWatches;  // by path
-  std::map<std::string, int> listings;         // getChildren, by path
+  std::map<std::string, int> listings;         // getChildren(AndWatch), by path
   std::map<std::string, int> listingsOut;      // unanswered now
   std::map<std::string, int> mostListingsOut;
 
@@ -26,16 +28,13 @@ class SpyZkClient final : public zk::Client {
     inner_.create(p, d, m, std::move(done));
   }
   void getChildren(const std::string& p, ChildrenCallback done) override {
-    ++listings[p];
-    mostListingsOut[p] = std::max(mostListingsOut[p], ++listingsOut[p]);
-    inner_.getChildren(p, [this, p, done = std::move(done)](const zk::ChildrenResult& r) {
-      --listingsOut[p];
-      done(r);
-    });
+    if (beforeListing) beforeListing(p);
+    inner_.getChildren(p, counted(p, std::move(done)));
   }
   void getChildrenAndWatch(const std::string& p, ChildrenCallback done, WatchCallback w) override {
+    if (beforeListing) beforeListing(p);
     ++childrenWatches[p];
-    inner_.getChildrenAndWatch(p, std::move(done), std::move(w));
+    inner_.getChildrenAndWatch(p, counted(p, std::move(done)), std::move(w));
   }
   void getAndWatch(const std::string& p, GetCallback done, WatchCallback w) override {
     inner_.getAndWatch(p, std::move(done), std::move(w));
@@ -61,6 +60,16 @@ class SpyZkClient final : public zk::Client {
   }
 
  private:
+  // Counts a listing of `p` (with a watch or not) while it is out.
+  ChildrenCallback counted(const std::string& p, ChildrenCallback done) {
+    ++listings[p];
+    mostListingsOut[p] = std::max(mostListingsOut[p], ++listingsOut[p]);
+    return [this, p, done = std::move(done)](const zk::ChildrenResult& r) {
+      --listingsOut[p];
+      done(r);
+    };
+  }
+
   zk::Client& inner_;
 };
 

@@ -132,5 +132,23 @@ TEST_F(HandOverTest, AHeldNodeDeletedBehindItsSidecarsBackIsLostBeforeTheNextLoc
   EXPECT_EQ(a.engine.counts().held, 1u);
 }
 
+// A lone holder relies on its lock's children watch, which the next create fires; the node's own
+// read that follows answers after the new waiter's listing. A listing that lacks the holder's
+// node (deleted between the create and the listing) loses the lease before it grants anyone.
+TEST_F(HandOverTest, AListingThatLacksAHeldNodeLosesItsLeaseBeforeItGrantsTheNextLocalWaiter) {
+  auto holder = acquire(a);
+  ASSERT_TRUE(holder->granted());
+  std::string held = std::string(kLock) + "/" + queue()[0];
+  a.spy.beforeListing = [&](const std::string&) {
+    a.spy.beforeListing = nullptr;
+    server.removeExternally(held);
+  };
+  auto waiter = testing::startRequest(a.engine, "x", Millis(60000), Millis(10000));
+  settleCheckingOneHolder({&a});
+  EXPECT_EQ(holder->losses, std::vector<LossReason>{LossReason::kReleasedElsewhere});
+  ASSERT_TRUE(waiter->granted());
+  EXPECT_EQ(a.engine.counts().held, 1u);
+}
+
 }  // namespace
 }  // namespace fencekeeper::engine
