@@ -26,8 +26,11 @@ void signalFd(int fd) {
 
 }  // namespace
 
-AcquireRequestState::AcquireRequestState() : cancelFd(newEventFd()), doneFd(newEventFd()) {
-  if (cancelFd < 0 || doneFd < 0) {
+AcquireRequestState::AcquireRequestState(bool pollable)
+    : pollable(pollable),
+      cancelFd(pollable ? newEventFd() : -1),
+      doneFd(pollable ? newEventFd() : -1) {
+  if (pollable && (cancelFd < 0 || doneFd < 0)) {
     finish(Status{ErrorCode::kInternal,
                   std::string("internal error: eventfd: ") + std::strerror(errno)},
            nullptr);
@@ -53,6 +56,7 @@ void AcquireRequestState::finish(Status outcome, std::unique_ptr<Lease> granted)
     finished.store(true);
   }
   if (doneFd >= 0) signalFd(doneFd);
+  if (!pollable) finishedWait.notify_all();
 }
 
 AcquireRequest::AcquireRequest(std::shared_ptr<AcquireRequestState> state)
@@ -77,7 +81,16 @@ bool AcquireRequest::done() const { return state_->finished.load(); }
 
 std::unique_ptr<Lease> AcquireRequest::wait(Millis timeout, Status* status) {
   auto deadline = BootClock::now() + timeout;
-  while (!state_->finished.load()) {
+  if (!state_->pollable) {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    auto finished = [this] { return state_->finished.load(); };
+    if (timeout.count() < 0) {
+      state_->finishedWait.wait(lock, finished);
+    } else {
+      state_->finishedWait.wait_for(lock, timeout, finished);
+    }
+  }
+  while (state_->pollable && !state_->finished.load()) {
     int ms = -1;
     if (timeout.count() >= 0) {
       auto left = std::chrono::duration_cast<Millis>(deadline - BootClock::now()).count();

@@ -581,6 +581,7 @@ kj::Promise<Status> ClientImpl::whenCancelled(std::shared_ptr<AcquireRequestStat
     return error(ErrorCode::kCancelled, "cancelled: the acquire was withdrawn before a grant");
   };
   if (request->cancelled.load()) return cancelled();
+  if (request->cancelFd < 0) return kj::Promise<Status>(kj::NEVER_DONE);  // not cancellable
   // An eventfd written before the observer exists is still reported: epoll reports a ready fd
   // when it is added.
   auto observer = kj::heap<kj::UnixEventPort::FdObserver>(
@@ -1044,7 +1045,10 @@ Client::~Client() { impl_->stop(); }
 
 std::unique_ptr<Lease> Client::acquire(const std::string& name, const AcquireOptions& options,
                                        Status* status) {
-  return acquireAsync(name, options)->wait(Millis(-1), status);
+  // Nobody can cancel or poll this one: no eventfds (AcquireRequestState).
+  auto state = std::make_shared<AcquireRequestState>(false);
+  impl_->startAcquire(state, name, options);
+  return AcquireRequest(std::move(state)).wait(Millis(-1), status);
 }
 
 std::unique_ptr<AcquireRequest> Client::acquireAsync(const std::string& name,
