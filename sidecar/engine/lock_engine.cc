@@ -157,7 +157,7 @@ void LockEngine::moveTo(Request& r, State next) {
     std::abort();
   }
   tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), bucketOf(next));
-  if (r.state == State::kHeld) forgetHolder(r);
+  if (r.state == State::kHeld) forgetUnwatched(r);
   r.state = next;
 }
 
@@ -542,48 +542,53 @@ void LockEngine::checkQueue(Request& r, bool pipelined) {
 }
 
 void LockEngine::sendQueueListing(const std::string& path) {
-  auto& readers = queueListings_.at(path).current;
-  bool forNewNode = std::any_of(readers.begin(), readers.end(), [](auto& r) { return r.pipelined; });
-  auto listed = whileAlive([this, path, forNewNode](const zk::ChildrenResult& res) {
-    if (forNewNode && res.code == zk::Code::kOk) heldLocks_[path].watchArmed = true;
-    onQueueListing(path, res);
+  // Only a request just created can be covered: the watch is armed after its node was made.
+  const auto& readers = queueListings_.at(path).current;
+  LeaseId coverable = 0;
+  if (readers.size() == 1 && readers.front().pipelined) coverable = readers.front().id;
+  auto listed = whileAlive([this, path, coverable](const zk::ChildrenResult& res) {
+    onQueueListing(path, res, res.code == zk::Code::kOk ? coverable : 0);
   });
-  if (!forNewNode) return zk_.getChildren(path, std::move(listed));
+  if (coverable == 0) return zk_.getChildren(path, std::move(listed));
   zk_.getChildrenAndWatch(path, std::move(listed),
-                          whileAlive([this, path](zk::WatchEvent) { onLockChildrenChanged(path); }));
+                          whileAlive([this, coverable](zk::WatchEvent) { onCoverFired(coverable); }));
 }
 
-void LockEngine::onLockChildrenChanged(const std::string& path) {
-  auto it = heldLocks_.find(path);
-  if (it == heldLocks_.end()) return;  // forgotten with a new session or connection since
-  it->second.watchArmed = false;
-  auto holders = it->second.holders;  // (a copy: an answer may come inline and lose one)
-  if (holders.empty()) heldLocks_.erase(it);
-  for (LeaseId id : holders) {
-    Request* r = find(id);
-    if (!r || r->ownWatch != OwnWatch::kCovered) continue;
-    r->ownWatch = OwnWatch::kNone;
-    watchOwnNode(*r);  // answers kNoNode if the change was its deletion
-  }
+void LockEngine::onCoverFired(LeaseId id) {
+  Request* r = find(id);
+  if (!r || r->state != State::kHeld || r->ownWatch != OwnWatch::kCovered) return;
+  r->ownWatch = OwnWatch::kNone;
+  watchOwnNode(*r);  // answers kNoNode if the change was its deletion
 }
 
-void LockEngine::loseHoldersMissingFrom(const std::string& path,
-                                        const std::vector<std::string>& children) {
-  auto it = heldLocks_.find(path);
-  if (it == heldLocks_.end()) return;
-  auto holders = it->second.holders;  // (a copy: lose() forgets each)
-  for (LeaseId id : holders) {
+void LockEngine::loseUnwatchedMissingFrom(const std::string& path,
+                                          const std::vector<std::string>& children) {
+  auto [first, last] = unwatchedHolders_.equal_range(path.substr(lockPath("").size()));
+  std::vector<LeaseId> ids;
+  for (auto it = first; it != last; ++it) ids.push_back(it->second);
+  for (LeaseId id : ids) {  // (lose() erases from unwatchedHolders_)
     Request* r = find(id);
     if (!r || r->state != State::kHeld) continue;
     std::string node = baseName(nodePath(*r));
     if (std::find(children.begin(), children.end(), node) != children.end()) continue;
-    spdlog::warn("lock {}: node {} of lease token {} is gone from its queue", r->spec.name, node,
-                 r->czxid);
+    spdlog::warn("lock {}: node {} of the lease with token {} is gone from its queue",
+                 r->spec.name, node, r->czxid);
     lose(*r, LossReason::kReleasedElsewhere);
   }
 }
 
-void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResult& res) {
+void LockEngine::forgetUnwatched(const Request& r) {
+  auto [first, last] = unwatchedHolders_.equal_range(r.spec.name);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == r.id) {
+      unwatchedHolders_.erase(it);
+      return;
+    }
+  }
+}
+
+void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResult& res,
+                                LeaseId coverable) {
   auto listing = queueListings_.find(path);
   auto readers = std::move(listing->second.current);
   if (listing->second.next.empty()) {
@@ -592,7 +597,7 @@ void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResul
     listing->second.current = std::exchange(listing->second.next, {});
     sendQueueListing(path);
   }
-  if (res.code == zk::Code::kOk) loseHoldersMissingFrom(path, res.children);
+  if (res.code == zk::Code::kOk) loseUnwatchedMissingFrom(path, res.children);
   std::vector<QueueNode> queue = queueOf(path, res);
   for (const auto& reader : readers) {
     Request* r = find(reader.id, reader.attempt);
@@ -604,7 +609,7 @@ void LockEngine::onQueueListing(const std::string& path, const zk::ChildrenResul
     }
     // Not waiting: the create failed and its answer started a recovery, or (a test double's
     // stall) this answer overtook the create's, and onCreated lists again.
-    if (r->state == State::kWaiting) onQueue(*r, res.code, queue);
+    if (r->state == State::kWaiting) onQueue(*r, res.code, queue, r->id == coverable);
   }
 }
 
@@ -626,7 +631,8 @@ std::vector<QueueNode> LockEngine::queueOf(const std::string& path,
   return queue;
 }
 
-void LockEngine::onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue) {
+void LockEngine::onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue,
+                         bool coverable) {
   if (zk::isAmbiguous(code)) {
     return retryLater(r, [this](Request& again) { checkQueue(again); });
   }
@@ -653,7 +659,7 @@ void LockEngine::onQueue(Request& r, zk::Code code, const std::vector<QueueNode>
     }
   }
   r.position = ahead;
-  if (!predecessor) return grant(r);
+  if (!predecessor) return grant(r, coverable);
   if (r.spec.wait.count() == 0) {  // try once
     return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
   }
@@ -716,7 +722,7 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
                   resume(r, State::kWaiting, std::move(onChange)));
 }
 
-void LockEngine::grant(Request& r) {
+void LockEngine::grant(Request& r, bool covered) {
   guard_->noticeExpiry();
   if (!guard_->grantable()) {
     // The session cannot be vouched for long enough now: no grant until heartbeats prove more.
@@ -742,7 +748,12 @@ void LockEngine::grant(Request& r) {
   granted.ttl = r.spec.ttl;
   granted.waited = std::chrono::duration_cast<Millis>(r.grantedAt - r.queuedAt);
   observer_.leaseEvent(granted);
-  coverOwnNode(r);
+  if (covered && r.ownWatch == OwnWatch::kNone) {
+    r.ownWatch = OwnWatch::kCovered;
+  } else {
+    watchOwnNode(r);  // (a waiter's: asked for already)
+  }
+  if (r.ownWatch != OwnWatch::kArmed) unwatchedHolders_.emplace(r.spec.name, r.id);
   auto done = std::move(r.done);
   done(
       AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.czxid), validity(r).valid, {}});
@@ -772,22 +783,6 @@ void LockEngine::watchOwnNode(Request& r) {
                   resumeOwnNode<&LockEngine::onOwnNodeEvent>(r));
 }
 
-void LockEngine::coverOwnNode(Request& r) {
-  auto& lock = heldLocks_[lockPath(r.spec.name)];
-  lock.holders.push_back(r.id);
-  if (r.ownWatch != OwnWatch::kNone) return;  // a waiter's own watch, asked for already
-  if (!lock.watchArmed) return watchOwnNode(r);
-  r.ownWatch = OwnWatch::kCovered;
-}
-
-void LockEngine::forgetHolder(const Request& r) {
-  auto it = heldLocks_.find(lockPath(r.spec.name));
-  if (it == heldLocks_.end()) return;
-  auto& holders = it->second.holders;
-  holders.erase(std::remove(holders.begin(), holders.end(), r.id), holders.end());
-  if (holders.empty() && !it->second.watchArmed) heldLocks_.erase(it);
-}
-
 void LockEngine::onOwnNodeEvent(Request& r, zk::WatchEvent event) {
   r.ownWatch = OwnWatch::kNone;
   if (event == zk::WatchEvent::kDeleted) return ownNodeGone(r);
@@ -796,6 +791,7 @@ void LockEngine::onOwnNodeEvent(Request& r, zk::WatchEvent event) {
 
 void LockEngine::onOwnNode(Request& r, bool arming, const zk::GetResult& res) {
   if (arming) r.ownWatch = res.code == zk::Code::kOk ? OwnWatch::kArmed : OwnWatch::kNone;
+  if (r.ownWatch == OwnWatch::kArmed && r.state == State::kHeld) forgetUnwatched(r);
   if (res.code == zk::Code::kNoNode) {
     ownNodeGone(r);
   } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId() &&
@@ -847,7 +843,7 @@ void LockEngine::erase(LeaseId id) {
   timer_.cancel(it->second.waitTimer);
   const Request& r = it->second;
   tally_.move(r.spec.clientUid, r.spec.connection, bucketOf(r.state), PeerTally::Bucket::kNone);
-  if (r.state == State::kHeld) forgetHolder(r);
+  if (r.state == State::kHeld) forgetUnwatched(r);
   requests_.erase(it);
 }
 
@@ -1047,14 +1043,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
         r.recreateOnConnect = true;
       }
     }
-    heldLocks_.clear();  // its leases lost, its children watches gone with it
   } else if (state == zk::SessionState::kConnected) {
-    // A children watch re-registered by the client, or not: it covers nothing from here on
-    // (verifyHeldNodes gives every covered lease a watch of its own).
-    for (auto it = heldLocks_.begin(); it != heldLocks_.end();) {
-      it->second.watchArmed = false;
-      it = it->second.holders.empty() ? heldLocks_.erase(it) : std::next(it);
-    }
     for (auto& [id, r] : requests_) {
       if (r.recreateOnConnect && r.state == State::kCreating) {
         r.recreateOnConnect = false;

@@ -190,14 +190,18 @@ class LockEngine {
   // Lists r's queue: by the listing out now for its lock if it was sent after r's create
   // (`pipelined`: sent right behind it), else by the next one.
   void checkQueue(Request& r, bool pipelined = false);
-  // A listing that serves a request just created also arms the lock's children watch: the
-  // grant it may lead to is then covered by it (coverOwnNode) and asks for no watch of its own.
+  // A listing that serves one request just created (and no other) also arms the lock's
+  // children watch: if it grants that request, the watch covers its node (kCovered), which then
+  // asks for no watch of its own: 3 requests an uncontended cycle, not 4.
   void sendQueueListing(const std::string& path);
-  void onLockChildrenChanged(const std::string& path);
-  void onQueueListing(const std::string& path, const zk::ChildrenResult& result);
+  // The children watch covering lease `id` fired: a watch of its own node from here on.
+  void onCoverFired(LeaseId id);
+  // `coverable`: the request a watch armed by this listing covers if it grants it (0: none).
+  void onQueueListing(const std::string& path, const zk::ChildrenResult& result,
+                      LeaseId coverable);
   // The listing's nodes in the queue, once for all its readers; this sidecar's orphans deleted.
   std::vector<QueueNode> queueOf(const std::string& path, const zk::ChildrenResult& result);
-  void onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue);
+  void onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue, bool coverable);
   void watchPredecessor(Request& r, const std::string& predecessor);
   bool nextAfter(const Request& r, const std::string& predecessor) const;
   // The request of this sidecar holding the node at `path`, found by the guid in its name.
@@ -235,17 +239,14 @@ class LockEngine {
   void refreshUnknownHolders();
   void answerHolder(const std::string& path, LeaseError error, const HolderInfo& info,
                     const std::string& detail);
-  void grant(Request& r);
+  void grant(Request& r, bool covered = false);
   void armTtlTimer(Request& r);
   void watchOwnNode(Request& r);
-  // At a grant: the lock's children watch, if armed, tells of the node's deletion (the node was
-  // in the listing that armed it, or made before it); else the node's own watch.
-  void coverOwnNode(Request& r);
-  // `r` leaves kHeld (or is erased held): heldLocks_ forgets it.
-  void forgetHolder(const Request& r);
-  // Loses this engine's leases held at `path` whose nodes `children`, listed after their
-  // grants, lacks.
-  void loseHoldersMissingFrom(const std::string& path, const std::vector<std::string>& children);
+  // `r` is held and its own watch armed, or it is held no more: out of unwatchedHolders_.
+  void forgetUnwatched(const Request& r);
+  // Loses this engine's leases held on the lock at `path`, not yet watching their own node,
+  // whose nodes `children` (listed after their grants) lacks: deleted behind their backs.
+  void loseUnwatchedMissingFrom(const std::string& path, const std::vector<std::string>& children);
   void lose(Request& r, LossReason reason);
   void noteRenewFailed(Request& r, LeaseError error);
   LeaseEvent eventOf(const Request& r, LeaseEventKind kind) const;
@@ -308,16 +309,11 @@ class LockEngine {
     std::vector<Reader> next;
   };
   std::map<std::string, QueueListing> queueListings_;
-  // Per lock path: whether this engine's children watch is set in ZooKeeper, and the leases it
-  // holds there. A held lease relies on the watch for its node's deletion (kCovered) until the
-  // children change: one request fewer on an uncontended cycle. A listing answered after a grant
-  // that lacks the holder's node proves the node deleted, so the lease is lost before that
-  // listing can grant anyone, whatever its own read has told yet (onQueueListing).
-  struct HeldLock {
-    bool watchArmed = false;
-    std::vector<LeaseId> holders;
-  };
-  std::map<std::string, HeldLock> heldLocks_;
+  // Held leases whose own node's watch is not armed (covered, or asked for at the grant), by
+  // lock name (a view of the request's own spec.name: requests_ never moves a request). Until
+  // it is, a listing answered after the grant may come back without the node, deleted behind
+  // the lease's back; onQueueListing loses such a lease before that listing grants anyone.
+  std::multimap<std::string_view, LeaseId> unwatchedHolders_;
   // Per watched lock path: its local watchers and its one ZooKeeper children watch.
   struct HolderWatch {
     uint64_t generation = 0;  // tells a stale ZooKeeper answer or watch from this one's
