@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sidecar/engine/lock_engine.h"
+#include "sidecar/engine/lock_name.h"
 #include "sidecar/zk/faulty_zk_client.h"
 #include "tests/support/engine_request.h"
 #include "tests/support/zk_backends.h"
@@ -68,6 +69,19 @@ class EngineFaultTest : public ::testing::Test {
     env.create(lock(name), "", zk::CreateMode::kPersistent);
   }
   Millis sessionTimeout(Side& s) { return Millis(s.zk->negotiatedTimeoutMs()); }
+  // Deletes the lowest node of `name`'s queue as an operator would: `holder`, held on it by
+  // `s`, is lost for it.
+  void deleteLowestAndExpectLost(Side& s, Pending& holder, const std::string& name) {
+    auto nodes = queue(name);
+    ASSERT_FALSE(nodes.empty());
+    auto lowest = std::min_element(nodes.begin(), nodes.end(), [](auto& l, auto& r) {
+      return parseQueueNode(l)->sequence < parseQueueNode(r)->sequence;
+    });
+    env.remove(lock(name) + "/" + *lowest);
+    ASSERT_TRUE(env.until([&] { return !holder.losses.empty(); }));
+    EXPECT_EQ(holder.losses[0], LossReason::kReleasedElsewhere);
+    EXPECT_EQ(s.engine.token(holder.outcome->id).error, LeaseError::kLost);
+  }
   // Until the side can vouch for its session no longer. (safeFor() rounds down to whole ms: it
   // reads 0 up to 1 ms before the guard stops vouching.)
   bool untilUnvouched(Side& s) {
@@ -196,12 +210,8 @@ TYPED_TEST(EngineFaultTest, NodeDeletedAfterAReconnectIsNoticed) {
   this->env.settle();
   this->a.faults.reconnect();
   this->env.settle();
-  auto nodes = this->queue("x");
-  ASSERT_EQ(nodes.size(), 1u);
-  this->env.remove(this->lock("x") + "/" + nodes[0]);
-  ASSERT_TRUE(this->env.until([&] { return !holder->losses.empty(); }));
-  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
-  EXPECT_EQ(this->a.engine.token(holder->outcome->id).error, LeaseError::kLost);
+  ASSERT_EQ(this->queue("x").size(), 1u);
+  this->deleteLowestAndExpectLost(this->a, *holder, "x");
 }
 
 // A lone holder has no watch of its own node: its lock's children watch, armed by the listing
@@ -214,12 +224,8 @@ TYPED_TEST(EngineFaultTest, ALoneHoldersNodeDeletedBehindItsBackIsNoticed) {
   ASSERT_TRUE(holder->granted());
   this->env.settle();
   EXPECT_EQ(this->a.faults.sent(FaultyZkClient::kGet) - gets, 0u) << "an own-node watch";
-  auto nodes = this->queue("x");
-  ASSERT_EQ(nodes.size(), 1u);
-  this->env.remove(this->lock("x") + "/" + nodes[0]);
-  ASSERT_TRUE(this->env.until([&] { return !holder->losses.empty(); }));
-  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
-  EXPECT_EQ(this->a.engine.token(holder->outcome->id).error, LeaseError::kLost);
+  ASSERT_EQ(this->queue("x").size(), 1u);
+  this->deleteLowestAndExpectLost(this->a, *holder, "x");
 }
 
 // Once another node joins the queue, the covered holder watches its own node (the children
@@ -237,13 +243,7 @@ TYPED_TEST(EngineFaultTest, ACoveredHolderWatchesItsOwnNodeOnceItsQueueChanges) 
       this->env.until([&] { return this->a.faults.sent(FaultyZkClient::kGet) - gets == 1u; }));
   this->env.settle();
   EXPECT_FALSE(waiter->outcome.has_value());
-  auto nodes = this->queue("x");
-  std::sort(nodes.begin(), nodes.end(), [](const std::string& l, const std::string& r) {
-    return l.substr(l.size() - 10) < r.substr(r.size() - 10);
-  });
-  this->env.remove(this->lock("x") + "/" + nodes[0]);
-  ASSERT_TRUE(this->env.until([&] { return !holder->losses.empty(); }));
-  EXPECT_EQ(holder->losses[0], LossReason::kReleasedElsewhere);
+  this->deleteLowestAndExpectLost(this->a, *holder, "x");
   ASSERT_TRUE(this->env.until([&] { return waiter->granted(); }));
   EXPECT_GT(waiter->outcome->token, holder->outcome->token);
 }
