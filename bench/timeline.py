@@ -169,49 +169,38 @@ def main():
     events, names = parse(a.trace, kinds)
 
     c = roles(events, "fk_check_loop", {"io": "writev"}, names)
-    s = roles(events, "fencekeeper", {"zk": "sendto"}, names)
-    if "io" not in c or "zk" not in s or "other" not in s:
+    s = roles(events, "fencekeeper", {}, names)
+    if "io" not in c:
         sys.exit(f"timeline: threads not found (client {c}, sidecar {s})")
-    s["done"] = s.pop("other")  # the C client's completion thread
 
     def call(name, kind=None):
         return lambda e: e.call == name and (kind is None or e.kind == kind)
 
     anything = lambda e: True  # noqa: E731
-    # The sidecar's side of a call: the same for acquire and release.
+    # The sidecar's side of a call, the same for acquire and release: one thread, which runs the
+    # single-threaded ZooKeeper C client inside its own loop.
     sidecar = [
         ("sidecar loop reads the call", s["main"], call("read", "socket")),
-        ("loop queues the ZooKeeper request (pipe)", s["main"], call("write", "pipe")),
-        ("C client I/O thread wakes", s["zk"], call("read", "pipe")),
-        ("request sent to ZooKeeper", s["zk"], call("sendto", "socket")),
+        ("request sent to ZooKeeper", s["main"], call("sendto", "socket")),
         # The last answer the call waited for (an acquire's listing, sent behind its create; a
-        # release's delete, which its own node's watch event may come before).
-        ("ZooKeeper's answer read", s["zk"], call("recvfrom", "socket"), True),
-        ("completion thread posts it to the loop", s["done"], call("write", "anon_inode"), True),
-        ("loop wakes", s["main"], call("read", "anon_inode"), True),
+        # release's delete, which its lock's watch event may come before).
+        ("ZooKeeper's answer read", s["main"], call("recvfrom", "socket"), True),
         ("loop sends the RPC answer", s["main"], call("writev")),
         ("client I/O thread reads it", c["io"], call("read", "socket")),
     ]
-    # The client's eventfds for an acquire are made per call, so the listing of descriptors may
-    # not name them: its caller's and I/O thread's `write`s are all eventfd writes. An acquire's
-    # caller waits on its own eventfd; release and the Lease's destructor wait in KJ's
-    # executeSync (a futex).
+    # A caller hands each call to the client's I/O thread (an eventfd `write`) and waits on a
+    # condition variable, which the I/O thread's futex wakes; a released Lease drops with no hop.
     cycle = [
-        ("acquire: caller starts", c["main"], call("eventfd2")),
         ("acquire: caller hands the call to its I/O thread", c["main"], call("write")),
         ("acquire: client I/O thread sends it", c["io"], call("writev")),
     ] + [(f"acquire: {n}", *rest) for n, *rest in sidecar] + [
-        ("acquire: client I/O thread wakes the caller", c["io"], call("write")),
+        ("acquire: client I/O thread wakes the caller", c["io"], call("futex")),
         ("acquire: caller runs", c["main"], anything),
         ("release: caller hands the call to its I/O thread", c["main"], call("write")),
         ("release: client I/O thread sends it", c["io"], call("writev")),
     ] + [(f"release: {n}", *rest) for n, *rest in sidecar] + [
         ("release: client I/O thread wakes the caller", c["io"], call("futex")),
-        # The caller's first call once woken: the Lease's destructor handing its drop over.
-        ("~Lease: caller runs, hands the drop to its I/O thread", c["main"], call("write")),
-        ("~Lease: client I/O thread wakes", c["io"], call("read", "anon_inode")),
-        ("~Lease: client I/O thread wakes the caller", c["io"], call("futex")),
-        ("~Lease: caller runs", c["main"], anything),
+        ("release: caller runs", c["main"], anything),
     ]
     fk = report("fencekeeper acquire+release", cycle, follow(events, cycle))
 
