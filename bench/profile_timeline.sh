@@ -44,6 +44,11 @@ trace() {
   cat "$out/$name.txt"
   perf trace -i "$out/$name.data" -T -o "$out/$name.trace" 2>/dev/null
 }
+# ZooKeeper's JVM compiles its hot paths for tens of seconds after it starts, on a core the
+# cycles need: traced cold, fencekeeper's cycle (traced first) met a busier ZooKeeper than the
+# recipe's. Both run until it is warm (the cycle times settle within 5%).
+"$build/bench/fk_recipe_loop" "$zk" 20000 >/dev/null
+"$build/bench/fk_check_loop" "$sock" 10000 cycle >/dev/null
 mode=cycle traced="$pid" trace fencekeeper fk_check_loop "$sock"
 mode="" traced="" trace recipe fk_recipe_loop "$zk"
 /usr/bin/python3 "$here/bench/timeline.py" "$out/fds.txt" "$out/fencekeeper.trace" "$out/recipe.trace" |
