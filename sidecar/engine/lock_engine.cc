@@ -557,7 +557,7 @@ void LockEngine::sendQueueListing(const std::string& path) {
 void LockEngine::onCoverFired(LeaseId id) {
   Request* r = find(id);
   if (!r || r->state != State::kHeld || r->ownWatch != OwnWatch::kCovered) return;
-  r->ownWatch = OwnWatch::kNone;
+  setOwnWatch(*r, OwnWatch::kNone);
   watchOwnNode(*r);  // answers kNoNode if the change was its deletion
 }
 
@@ -574,6 +574,17 @@ void LockEngine::loseUnwatchedMissingFrom(const std::string& path,
     spdlog::warn("lock {}: node {} of the lease with token {} is gone from its queue",
                  r->spec.name, node, r->czxid);
     lose(*r, LossReason::kReleasedElsewhere);
+  }
+}
+
+void LockEngine::setOwnWatch(Request& r, OwnWatch watch) {
+  bool wasArmed = r.ownWatch == OwnWatch::kArmed;
+  r.ownWatch = watch;
+  if (r.state != State::kHeld || wasArmed == (watch == OwnWatch::kArmed)) return;
+  if (wasArmed) {
+    unwatchedHolders_.emplace(r.spec.name, r.id);  // (a change event: watched again next)
+  } else {
+    forgetUnwatched(r);
   }
 }
 
@@ -749,7 +760,7 @@ void LockEngine::grant(Request& r, bool covered) {
   granted.waited = std::chrono::duration_cast<Millis>(r.grantedAt - r.queuedAt);
   observer_.leaseEvent(granted);
   if (covered && r.ownWatch == OwnWatch::kNone) {
-    r.ownWatch = OwnWatch::kCovered;
+    setOwnWatch(r, OwnWatch::kCovered);
   } else {
     watchOwnNode(r);  // (a waiter's: asked for already)
   }
@@ -778,20 +789,19 @@ void LockEngine::armTtlTimer(Request& r) {
 // disconnected never arrives at the server).
 void LockEngine::watchOwnNode(Request& r) {
   if (r.ownWatch != OwnWatch::kNone) return;  // registered, or its answer is on the way
-  r.ownWatch = OwnWatch::kAsked;
+  setOwnWatch(r, OwnWatch::kAsked);
   zk_.getAndWatch(nodePath(r), resumeOwnNode<&LockEngine::onOwnNodeArmed>(r),
                   resumeOwnNode<&LockEngine::onOwnNodeEvent>(r));
 }
 
 void LockEngine::onOwnNodeEvent(Request& r, zk::WatchEvent event) {
-  r.ownWatch = OwnWatch::kNone;
+  setOwnWatch(r, OwnWatch::kNone);
   if (event == zk::WatchEvent::kDeleted) return ownNodeGone(r);
   watchOwnNode(r);  // changed: still there, watch it again
 }
 
 void LockEngine::onOwnNode(Request& r, bool arming, const zk::GetResult& res) {
-  if (arming) r.ownWatch = res.code == zk::Code::kOk ? OwnWatch::kArmed : OwnWatch::kNone;
-  if (r.ownWatch == OwnWatch::kArmed && r.state == State::kHeld) forgetUnwatched(r);
+  if (arming) setOwnWatch(r, res.code == zk::Code::kOk ? OwnWatch::kArmed : OwnWatch::kNone);
   if (res.code == zk::Code::kNoNode) {
     ownNodeGone(r);
   } else if (res.code == zk::Code::kOk && res.stat.ephemeralOwner != zk_.sessionId() &&
@@ -1058,7 +1068,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
 void LockEngine::verifyHeldNodes() {
   for (auto& [id, r] : requests_) {
     if (r.state != State::kHeld) continue;
-    if (r.ownWatch == OwnWatch::kCovered) r.ownWatch = OwnWatch::kNone;
+    if (r.ownWatch == OwnWatch::kCovered) setOwnWatch(r, OwnWatch::kNone);
     if (r.ownWatch != OwnWatch::kArmed) {
       watchOwnNode(r);
       continue;

@@ -242,6 +242,9 @@ class LockEngine {
   void grant(Request& r, bool covered = false);
   void armTtlTimer(Request& r);
   void watchOwnNode(Request& r);
+  // Every change of a request's own watch: a held request is in unwatchedHolders_ exactly
+  // while its watch is not armed (its grant puts it there unless armed already).
+  void setOwnWatch(Request& r, OwnWatch watch);
   // `r` is held and its own watch armed, or it is held no more: out of unwatchedHolders_.
   void forgetUnwatched(const Request& r);
   // Loses this engine's leases held on the lock at `path`, not yet watching their own node,
@@ -309,7 +312,7 @@ class LockEngine {
     std::vector<Reader> next;
   };
   std::map<std::string, QueueListing> queueListings_;
-  // Held leases whose own node's watch is not armed (covered, or asked for at the grant), by
+  // Held leases whose own node's watch is not armed (covered, asked for, or asked again), by
   // lock name (a view of the request's own spec.name: requests_ never moves a request). Until
   // it is, a listing answered after the grant may come back without the node, deleted behind
   // the lease's back; onQueueListing loses such a lease before that listing grants anyone.
