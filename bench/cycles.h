@@ -21,6 +21,16 @@ inline void recipeCycle(ZkSync& zk, const std::string& parent, Samples& out) {
   ok ? out.add(nsBetween(t0, t1)) : void(++out.failures);
 }
 
+// The sidecar's own ZooKeeper requests for a cycle, with no RPC in front: create and the
+// listing sent together, one wait for both, then delete.
+inline void pipelinedRecipeCycle(ZkSync& zk, const std::string& parent, Samples& out) {
+  std::string path;
+  auto t0 = Clock::now();
+  bool ok = zk.createSeqAndList(parent + "/x__lock__", parent, &path) && zk.remove(path);
+  auto t1 = Clock::now();
+  ok ? out.add(nsBetween(t0, t1)) : void(++out.failures);
+}
+
 // acquire(name) + release(). `wait`: how long the acquire may queue (0 tries once).
 inline void fencekeeperCycle(Client& client, const std::string& name, Samples& out,
                              std::chrono::milliseconds wait = std::chrono::milliseconds(0)) {

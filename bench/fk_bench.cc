@@ -44,6 +44,7 @@
 #include "bench/stats.h"
 #include "bench/suite.h"
 #include "bench/zk_sync.h"
+#include "bench/zk_warm_up.h"
 #include "fencekeeper/client.h"
 #include "tests/support/child_process.h"
 #include "tests/support/sidecar_cluster.h"
@@ -812,6 +813,9 @@ int run(const Options& opt, const std::string& selfExe) {
     progress("starting ZooKeeper (%s) and sidecars\n", "fsync on");
     std::unique_ptr<SidecarCluster> owned;
     SidecarCluster& cluster = startCluster(owned, true, opt, 2, whatIf ? 2 : 0);
+    if (opt.want("cycle") || opt.want("kazoo") || opt.want("handover")) {
+      warmUpZooKeeper(cluster, Cap(seconds(opt.quick ? 10 : 30)));
+    }
 
     if (opt.want("rpc") && !g_stop) benchRpc(opt, cluster, selfExe, table);
     if ((opt.want("cycle") || opt.want("handover")) && !g_stop) {

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -51,6 +53,50 @@ bool ZkSync::children(const std::string& path) {
   int rc = zoo_get_children(zh_, path.c_str(), 0, &v);
   if (rc == ZOK) deallocate_String_vector(&v);
   return rc == ZOK;
+}
+
+namespace {
+
+// The two answers of createSeqAndList, set by the C client's completion thread.
+struct PipelinedAnswers {
+  std::mutex mu;
+  std::condition_variable cv;
+  int pending = 2;
+  int createRc = ZSYSTEMERROR;
+  int listRc = ZSYSTEMERROR;
+  std::string created;
+
+  void answered() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (--pending == 0) cv.notify_one();
+  }
+};
+
+}  // namespace
+
+bool ZkSync::createSeqAndList(const std::string& prefix, const std::string& parent,
+                              std::string* created) {
+  PipelinedAnswers a;
+  auto onCreate = [](int rc, const char* path, const ::Stat*, const void* data) {
+    auto* answers = static_cast<PipelinedAnswers*>(const_cast<void*>(data));
+    answers->createRc = rc;
+    if (rc == ZOK) answers->created = path;
+    answers->answered();
+  };
+  auto onList = [](int rc, const String_vector*, const void* data) {
+    auto* answers = static_cast<PipelinedAnswers*>(const_cast<void*>(data));
+    answers->listRc = rc;
+    answers->answered();
+  };
+  if (zoo_acreate2(zh_, prefix.c_str(), "bench", 5, &ZOO_OPEN_ACL_UNSAFE,
+                   ZOO_EPHEMERAL_SEQUENTIAL, onCreate, &a) != ZOK) {
+    return false;
+  }
+  if (zoo_aget_children(zh_, parent.c_str(), 0, onList, &a) != ZOK) a.answered();
+  std::unique_lock<std::mutex> lock(a.mu);
+  a.cv.wait(lock, [&] { return a.pending == 0; });
+  *created = a.created;
+  return a.createRc == ZOK && a.listRc == ZOK;
 }
 
 bool ZkSync::remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1) == ZOK; }

@@ -24,6 +24,10 @@ class ZkSync {
   // sidecar does.
   bool createSeq(const std::string& prefix, std::string* created);
   bool children(const std::string& path);
+  // createSeq with the listing of `parent` sent right behind it, before the create's answer (the
+  // sidecar's pattern: ZooKeeper answers a session's requests in order, so one wait for both).
+  bool createSeqAndList(const std::string& prefix, const std::string& parent,
+                        std::string* created);
   bool remove(const std::string& path);
 
  private:
