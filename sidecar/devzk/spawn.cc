@@ -1,6 +1,7 @@
 #include "sidecar/devzk/spawn.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -63,6 +64,12 @@ std::string resolve(const std::string& name) {
     int fd = ::open(spec.outputPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) fail(pipeFd, errno);
     if (fd > 2) ::close(fd);
+  }
+  if (spec.runAsId >= 0) {
+    auto id = static_cast<uid_t>(spec.runAsId);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(id) != 0 || ::setuid(id) != 0) {
+      fail(pipeFd, errno);
+    }
   }
   if (!spec.workDir.empty() && ::chdir(spec.workDir.c_str()) != 0) fail(pipeFd, errno);
   if (spec.closeOtherFds) {

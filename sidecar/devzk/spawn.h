@@ -22,6 +22,9 @@ struct SpawnSpec {
   // leaves nothing running. Only for children that must not outlive their parent; spawn them
   // from a thread that lives as long as they should (a test's main thread).
   bool dieWithParent = false;
+  // >= 0: the child runs as this uid, with the same number as its gid and no supplementary
+  // groups (set after its output file is opened), so that iptables can tell its packets apart.
+  int runAsId = -1;
 };
 
 // Starts the child with an empty signal mask and default dispositions (the caller may block

@@ -1,7 +1,7 @@
 // fk-zk-harness: starts and stops a development ZooKeeper for shell and Python tests.
 //
 //   fk-zk-harness start --dir DIR [--ensemble N] [--tick MS] [--container-check MS] [--no-fsync]
-//                       [--heap SIZE] [--timeout MS]
+//                       [--heap SIZE] [--timeout MS] [--uids U1,U2,...]
 //   fk-zk-harness serve --dir DIR [the flags of start]
 //   fk-zk-harness stop --dir DIR [--grace MS]
 //
@@ -12,6 +12,11 @@
 // serve writes the same files but stays in the foreground: it stops the servers when its standard
 // input closes or it gets SIGTERM/SIGINT, and they die with it however it ends (PR_SET_PDEATHSIG),
 // so a test that runs it under `setpriv --pdeathsig KILL` leaves nothing behind when it crashes.
+// While it serves, it takes one command a line on standard input and answers each with one line,
+// `ok [VALUE]` or `error WHY`: `kill I`, `freeze I`, `thaw I`, `stop I`, `restart I` (returns at
+// once; poll `mode I`), `mode I` (leader, follower, standalone, or empty), `leader` (its index or
+// -1), `pid I`, `ports I` (client, peer and election ports). Nodes count from 0.
+// --uids runs node i's JVM as uid and gid Ui (root only), for iptables' owner match.
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -24,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,7 +44,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: fk-zk-harness start --dir DIR [--ensemble N] [--tick MS]\n"
                "                           [--container-check MS] [--no-fsync] [--heap SIZE]\n"
-               "                           [--timeout MS]\n"
+               "                           [--timeout MS] [--uids U1,U2,...]\n"
                "       fk-zk-harness serve --dir DIR [the flags of start]\n"
                "       fk-zk-harness stop --dir DIR [--grace MS]\n");
   return 2;
@@ -49,6 +55,7 @@ std::optional<std::map<std::string, std::string>> parseFlags(int argc, char** ar
   static const std::map<std::string, bool> kTakesValue = {
       {"--dir", true},  {"--ensemble", true}, {"--tick", true},  {"--container-check", true},
       {"--heap", true}, {"--timeout", true},  {"--grace", true}, {"--no-fsync", false},
+      {"--uids", true},
   };
   std::map<std::string, std::string> flags;
   for (int i = 2; i < argc; ++i) {
@@ -102,8 +109,59 @@ std::vector<pid_t> readPids(const fs::path& path) {
   return pids;
 }
 
-// Until standard input closes or SIGTERM/SIGINT arrives.
-void waitForTheEnd() {
+// "1,2,3" -> {1, 2, 3}; nullopt unless every item is a non-negative integer.
+std::optional<std::vector<int>> idList(const std::string& text) {
+  std::vector<int> ids;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    long id = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || id < 0 || id > 0x7fffffff) return std::nullopt;
+    ids.push_back(static_cast<int>(id));
+  }
+  return ids;
+}
+
+void writePids(const fs::path& dir, const ZkServerProcess& servers) {
+  std::string pids;
+  for (size_t i = 0; i < servers.size(); ++i) pids += std::to_string(servers.pid(i)) + "\n";
+  writeAtomically(dir / "pids", pids);
+}
+
+// One command line of `serve` (see the top of this file): its answer, without the newline.
+std::string runCommand(const std::string& line, ZkServerProcess& servers, const fs::path& dir) {
+  std::istringstream in(line);
+  std::string verb;
+  in >> verb;
+  if (verb == "leader") return "ok " + std::to_string(servers.leaderIndex());
+  long node = -1;
+  if (!(in >> node) || node < 0 || static_cast<size_t>(node) >= servers.size()) {
+    return "error '" + line + "': wants a verb and a node from 0 to " +
+           std::to_string(servers.size() - 1);
+  }
+  auto i = static_cast<size_t>(node);
+  try {
+    if (verb == "mode") return "ok " + servers.mode(i);
+    if (verb == "pid") return "ok " + std::to_string(servers.pid(i));
+    if (verb == "ports") {
+      return "ok " + std::to_string(servers.clientPort(i)) + " " +
+             std::to_string(servers.peerPort(i)) + " " + std::to_string(servers.electionPort(i));
+    }
+    if (verb == "freeze") servers.freeze(i);
+    else if (verb == "thaw") servers.thaw(i);
+    else if (verb == "kill") servers.kill(i);
+    else if (verb == "stop") servers.stop(i);
+    else if (verb == "restart") servers.restart(i, false);
+    else return "error unknown command '" + verb + "'";
+    writePids(dir, servers);
+    return "ok";
+  } catch (const std::exception& e) {
+    return std::string("error ") + e.what();
+  }
+}
+
+// Answers commands on standard input until it closes or SIGTERM/SIGINT arrives.
+void serveCommands(ZkServerProcess& servers, const fs::path& dir) {
   sigset_t stopSignals;
   sigemptyset(&stopSignals);
   sigaddset(&stopSignals, SIGTERM);
@@ -111,11 +169,22 @@ void waitForTheEnd() {
   sigprocmask(SIG_BLOCK, &stopSignals, nullptr);
   int sfd = signalfd(-1, &stopSignals, SFD_CLOEXEC);
   pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {sfd, POLLIN, 0}};
+  std::string pending;
   char buf[256];
   for (;;) {
     if (poll(fds, 2, -1) < 0) continue;  // EINTR
     if (fds[1].revents) break;
-    if (fds[0].revents && read(STDIN_FILENO, buf, sizeof buf) <= 0) break;
+    if (!fds[0].revents) continue;
+    ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
+      std::string line = pending.substr(0, end);
+      pending.erase(0, end + 1);
+      if (line.empty()) continue;
+      std::printf("%s\n", runCommand(line, servers, dir).c_str());
+      std::fflush(stdout);
+    }
   }
   close(sfd);
 }
@@ -145,19 +214,23 @@ int start(const std::map<std::string, std::string>& flags, bool foreground) {
   options.startTimeout = std::chrono::milliseconds(*timeout);
   options.forceSync = flags.count("--no-fsync") == 0;
   if (flags.count("--heap")) options.javaHeap = flags.at("--heap");
+  if (flags.count("--uids")) {
+    auto ids = idList(flags.at("--uids"));
+    if (!ids || ids->size() != options.ensembleSize) {
+      std::fprintf(stderr, "fk-zk-harness: --uids wants one id per node, comma-separated\n");
+      return 2;
+    }
+    options.nodeIds = *ids;
+  }
   options.newSession = !foreground;
   options.dieWithParent = foreground;
 
   auto begin = std::chrono::steady_clock::now();
   ZkServerProcess servers(options);
   servers.start();
-  std::string pids;
   std::string ports;
-  for (size_t i = 0; i < servers.size(); ++i) {
-    pids += std::to_string(servers.pid(i)) + "\n";
-    ports += std::to_string(servers.clientPort(i)) + "\n";
-  }
-  writeAtomically(dir / "pids", pids);
+  for (size_t i = 0; i < servers.size(); ++i) ports += std::to_string(servers.clientPort(i)) + "\n";
+  writePids(dir, servers);
   writeAtomically(dir / "ports", ports);
   // Last: tests wait for this file, and the other two are in place by then.
   writeAtomically(dir / "connect", servers.connectString() + "\n");
@@ -172,7 +245,7 @@ int start(const std::map<std::string, std::string>& flags, bool foreground) {
     servers.detach();
     return 0;
   }
-  waitForTheEnd();
+  serveCommands(servers, dir);
   std::error_code ec;
   fs::remove(dir / "connect", ec);  // first: a test that sees it gone knows the servers go
   servers.stopAll();

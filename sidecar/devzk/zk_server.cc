@@ -267,6 +267,23 @@ std::string ZkServerProcess::classPath() const {
   return cp;
 }
 
+namespace {
+
+// The node's directory and everything in it (config, data, logs) to `id`, and the way to it
+// open to it.
+void giveTo(const std::string& nodeDir, int id) {
+  auto owner = static_cast<uid_t>(id);
+  fs::permissions(fs::path(nodeDir).parent_path(), fs::perms::others_exec, fs::perm_options::add);
+  if (::chown(nodeDir.c_str(), owner, owner) != 0) throwErrno("chown " + nodeDir);
+  for (const auto& entry : fs::recursive_directory_iterator(nodeDir)) {
+    if (::lchown(entry.path().c_str(), owner, owner) != 0) {
+      throwErrno("chown " + entry.path().string());
+    }
+  }
+}
+
+}  // namespace
+
 void ZkServerProcess::spawn(size_t i) {
   Node& node = nodes_[i];
   std::vector<std::string> args = {
@@ -290,6 +307,10 @@ void ZkServerProcess::spawn(size_t i) {
   args.push_back(node.dir + "/zoo.cfg");
   SpawnSpec spec;
   spec.argv = std::move(args);
+  if (!options_.nodeIds.empty()) {
+    spec.runAsId = options_.nodeIds.at(i);
+    giveTo(node.dir, spec.runAsId);
+  }
   for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
   spec.stdinPath = "/dev/null";
   spec.outputPath = node.dir + "/console.log";

@@ -50,6 +50,9 @@ struct ZkServerOptions {
   // SIGKILL the JVMs when the thread that started them (or restarted one) ends: for tests, so a
   // crashed test leaves no server running. Never with detach().
   bool dieWithParent = false;
+  // Non-empty: node i's JVM runs as uid and gid nodeIds[i] (its directory is given to it), so
+  // that a test can cut one node's traffic with iptables' owner match. Needs root.
+  std::vector<int> nodeIds;
   std::string javaBinary = "java";  // looked up on PATH
   std::string jarDir = "/usr/share/java";
 };
@@ -71,6 +74,10 @@ class ZkServerProcess {
   // "127.0.0.1:p1,127.0.0.1:p2,..." over every node, running or not.
   std::string connectString() const;
   int clientPort(size_t i) const;
+  // The quorum ports of node i: followers connect to their leader's peer port; elections run
+  // over the election ports.
+  int peerPort(size_t i) const { return nodes_.at(i).peerPort; }
+  int electionPort(size_t i) const { return nodes_.at(i).electionPort; }
   // -1 when node i is not running.
   pid_t pid(size_t i) const;
   size_t size() const { return nodes_.size(); }
