@@ -3,7 +3,9 @@
 # and fault tests against real ZooKeeper servers (started on 127.0.0.1 by the tests themselves),
 # the C ABI and Python tests, kazoo interop, the model, the manifests; a bounded fuzz run (about a
 # minute, clang, ASan+UBSan: scripts/fuzz.sh); and the image and manifests in real containers
-# (tests/e2e/pods.sh, podman). Exits non-zero when anything fails; prints each stage's seconds.
+# (tests/e2e/pods.sh, podman); a seeded fault campaign of FK_CHAOS_MINUTES (default 3) minutes
+# (tests/chaos/run.sh; FK_CHAOS_SEED replays one). Exits non-zero when anything fails; prints each
+# stage's seconds.
 #
 # FK_SANITIZERS=1 (CI) runs the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # (build-asan/) instead of in the plain build: the plain build (build/) still compiles what ships,
@@ -63,6 +65,8 @@ table() {
   printf '%-56s %7d  (%d min; beside stages overlap the others)\n' "total" "$total" $((total / 60))
 }
 trap table EXIT
+chaos_args=(--minutes "${FK_CHAOS_MINUTES:-3}")
+[ -z "${FK_CHAOS_SEED:-}" ] || chaos_args+=(--seed "$FK_CHAOS_SEED")
 
 build() {  # build DIR CMAKE-ARGS [TARGET...]
   local dir="$1" args="$2"
@@ -86,6 +90,8 @@ if [ "${FK_SANITIZERS:-0}" != 1 ]; then
   stage "plain build (build/)" build "$here/build" ""
   stage "every test (plain build)" in_dir "$here/build" \
     ctest --output-on-failure --timeout 600 -j"$jobs"
+  stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
+    bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"
   stage "fuzz: build and a bounded run (scripts/fuzz.sh)" bash "$here/scripts/fuzz.sh"
   [ $pods = 0 ] ||
     stage "containers: image, manifests, pods (tests/e2e/pods.sh)" bash "$here/tests/e2e/pods.sh"
@@ -103,7 +109,7 @@ else
   build_shipped() {
     FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON -DFK_DEBUG_LEVEL=1" \
       fencekeeper fencectl fencekeeper_c fencekeeper_cxx reconcile-worker fenced-store \
-      fk_memory_bound_test
+      fk_memory_bound_test fk-zk-harness
   }
   stage "plain build of what ships (build/)" build_shipped
   build_asan() { FK_SETUP_LEVEL=build-only build "$here/build-asan" "$asan_args"; }
@@ -123,6 +129,9 @@ else
   stage "the threaded tests under TSan" in_dir "$here/build-tsan" env \
     TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" \
     ctest --output-on-failure --timeout 900 -j"$jobs" -R "$tsan_tests"
+  # Nothing beside it either: its faults are timed against a 3 s session.
+  stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
+    bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"
   stage "fuzz: build and a bounded run (scripts/fuzz.sh)" bash "$here/scripts/fuzz.sh"
   if [ $pods = 1 ]; then
     stage "containers: images, manifests, pods (tests/e2e/pods.sh)" bash "$here/tests/e2e/pods.sh"

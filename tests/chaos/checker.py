@@ -53,6 +53,11 @@ class Section:
         return [e for e in self.events if e[1] == kind and e[2] in (200, 404)]
 
 
+def read_lines(path):
+    with open(path) as f:
+        return f.read().splitlines()
+
+
 def fields(text):
     return dict(kv.split("=", 1) for kv in (text or "").split() if "=" in kv)
 
@@ -62,7 +67,7 @@ def read_sections(workdir):
     sections, runs = [], []
     open_by_worker = {}
     for path in sorted(glob.glob(os.path.join(workdir, "workers", "*.events"))):
-        for line in open(path):
+        for line in read_lines(path):
             m = CS.match(line.strip())
             if m:
                 ns, worker, token, kind, rest = int(m[1]), m[2], int(m[3]), m[4], m[5]
@@ -85,7 +90,7 @@ def read_sections(workdir):
 def read_store(workdir):
     """[(seq, method, token, status)] of accepted requests, and [(method, token, status)] refused."""
     accepted, refused = [], []
-    for line in open(os.path.join(workdir, "store.log")):
+    for line in read_lines(os.path.join(workdir, "store.log")):
         m = STORE.search(line)
         if not m:
             continue
@@ -101,7 +106,7 @@ def read_store(workdir):
 def read_journal(workdir):
     faults, freezes = [], []  # (ns, kind), (from ns, to ns, pids)
     frozen_at = {}
-    for line in open(os.path.join(workdir, "nemesis.log")):
+    for line in read_lines(os.path.join(workdir, "nemesis.log")):
         ns, what, *rest = line.split(" ", 2)
         ns = int(ns)
         f = fields(" ".join(rest))
@@ -118,7 +123,7 @@ def read_sidecars(workdir, wall_to_mono):
     """Per sidecar log: grants [(ns, token)], losses [ns], lapses [(ns, session, lived)]."""
     grants, losses, lapses = [], [], []
     for path in sorted(glob.glob(os.path.join(workdir, "sidecar*.log"))):
-        text = open(path).read().splitlines()
+        text = read_lines(path)
         vouched_later = collections.defaultdict(int)  # session -> how many "vouched for" lines
         parsed = []
         for line in text:
@@ -145,7 +150,8 @@ def read_sidecars(workdir, wall_to_mono):
 
 def check(workdir):
     """(failures, table rows, totals) for the campaign in `workdir`."""
-    meta = json.load(open(os.path.join(workdir, "meta.json")))
+    with open(os.path.join(workdir, "meta.json")) as f:
+        meta = json.load(f)
     offset_ns = meta["wall_minus_mono_ns"]
     wall_to_mono = lambda wall: int(wall * 1e9) - offset_ns  # noqa: E731
     unit_ns = meta["session_timeout_ms"] * 1_000_000
@@ -271,7 +277,8 @@ def format_table(rows, unit_ms):
 def main(argv):
     workdir = argv[1]
     failures, rows, totals = check(workdir)
-    meta = json.load(open(os.path.join(workdir, "meta.json")))
+    with open(os.path.join(workdir, "meta.json")) as f:
+        meta = json.load(f)
     print(format_table(rows, meta["session_timeout_ms"]))
     print("%(faults)d faults, %(sections)d critical sections, %(writes)d accepted writes, "
           "%(refused)d requests refused by the store" % totals)
