@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Model-checks the vouching rule (docs/model/vouch.pml) with spin: the rule as built (RULE 1 with the
-# long-round-trip guard, plus the reconnect anchor while still vouched for, against ZooKeeper's
-# revalidation race) must hold in every configuration, and the two holes found must still be caught
+# long-round-trip guard and no anchor sent before the latest lapse, plus the reconnect anchor while
+# still vouched for, against ZooKeeper's revalidation race) must hold in every configuration, and the two holes found must still be caught
 # (RULE 1 without the guard; the reconnect anchor after a lapse).
 set -euo pipefail
 model="$(cd "$(dirname "$0")/.." && pwd)/docs/model/vouch.pml"
@@ -25,8 +25,9 @@ check() {  # expected-errors spin-defines...
   echo "check-model: $* -> errors: $errors ($(grep -o '[0-9]* states, stored' <<<"$out"))"
 }
 base=(-DT=16 -DQ=4 -DTMAX=44 -DREVALIDATE_ANCHOR -DREVALIDATE_RACE)
-check 0 "${base[@]}" -DP=4 -DSYNCL=20 -DLONG_RTT_GUARD
-check 0 "${base[@]}" -DP=2 -DSYNCL=20 -DLONG_RTT_GUARD
-check 0 "${base[@]}" -DP=4 -DSYNCL=6 -DLONG_RTT_GUARD
+built=(-DLONG_RTT_GUARD -DFRESH_AFTER_LAPSE)
+check 0 "${base[@]}" -DP=4 -DSYNCL=20 "${built[@]}"
+check 0 "${base[@]}" -DP=2 -DSYNCL=20 "${built[@]}"
+check 0 "${base[@]}" -DP=4 -DSYNCL=6 "${built[@]}"
 check 1 "${base[@]}" -DP=4 -DSYNCL=20
 check 1 "${base[@]}" -DP=4 -DSYNCL=20 -DLONG_RTT_GUARD -DREVALIDATE_EVEN_AFTER_LAPSE

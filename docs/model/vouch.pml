@@ -20,7 +20,9 @@
      safeUntil at its send time: every such heartbeat was sent before the attempt began, hence before the
      revalidation touch. REVALIDATE_RACE adds ZooKeeper's race (a revalidation answered valid while the
      leader expires the session); REVALIDATE_EVEN_AFTER_LAPSE drops the "still vouched for" condition.
-   This is the rule of sidecar/engine/session_guard.cc (all three together); change both together.
+   - FRESH_AFTER_LAPSE: after a lapse (now reached safeUntil), a heartbeat sent before it anchors
+     nothing: vouching resumes only from evidence gathered after the lapse (one outage, one lapse).
+   This is the rule of sidecar/engine/session_guard.cc (all four together); change both together.
    Units: one tick; tickTime = 2P; T >= 2 tickTime; Q = T/4.  Run (Debian package `spin`), or
    scripts/check-model.sh, which runs the configurations below and fails on any violation:
      spin -DT=16 -DP=4 -DQ=4 -DTMAX=44 -DSYNCL=20 [-DLONG_RTT_GUARD] [-DREVALIDATE_ANCHOR] -a vouch.pml
@@ -64,6 +66,7 @@ bool haveLast = false, havePrev = false; byte lastAns = 0, prevAns = 0; bool las
 bool haveCompleted = false; byte lastCompleted = 0;  /* latest heartbeat completed (RULE 2) */
 bool didPing, didAns, didExp, expiredNow;
 byte safeUntil = 0;
+bool wasSafe = false; byte lapsedAt = 0;  /* FRESH_AFTER_LAPSE */
 
 inline answer() {
   prevAns = lastAns; havePrev = haveLast; lastAns = hbSent; haveLast = true;
@@ -72,8 +75,13 @@ inline answer() {
   if :: (now - hbSent > Q) -> havePrev = false  /* a slow answer anchors nothing */
      :: else -> skip fi;
 #endif
+#ifdef FRESH_AFTER_LAPSE
+  if :: prevAns < lapsedAt -> havePrev = false  /* sent before the latest lapse */
+     :: else -> skip fi;
+#endif
   if :: havePrev && prevAns + T - MARGIN > safeUntil -> safeUntil = prevAns + T - MARGIN
      :: else -> skip fi;
+  if :: safeUntil > now -> wasSafe = true :: else -> skip fi;
   hbInFlight = false
 }
 inline expiryCheck() {
@@ -90,7 +98,7 @@ inline expiryCheck() {
 #endif
 inline reconnectAnchor() {
 #ifdef REVALIDATE_ANCHOR
-  if :: haveCompleted && STILL_VOUCHED && lastCompleted + T - MARGIN > safeUntil -> safeUntil = lastCompleted + T - MARGIN
+  if :: haveCompleted && STILL_VOUCHED && lastCompleted + T - MARGIN > safeUntil -> safeUntil = lastCompleted + T - MARGIN; wasSafe = true
      :: else -> skip fi
 #else
   skip
@@ -101,6 +109,8 @@ active proctype world() {
   do
   :: now >= TMAX -> break
   :: else ->
+    /* 0. the guard notices a lapse when its timer fires */
+    if :: wasSafe && now >= safeUntil -> wasSafe = false; lapsedAt = now :: else -> skip fi;
     /* 1. faults: freeze or partition the leader, or end one */
     if
     :: faults < FAULTS && !lfrozen && !part -> lfrozen = true; faults++

@@ -147,6 +147,7 @@ void SessionGuard::checkSilence(uint64_t heartbeat, TimePoint sentAt) {
 }
 
 void SessionGuard::anchor(TimePoint sentAt) {
+  if (sentAt < lapsedAt_) return;
   Millis timeout(zk_.negotiatedTimeoutMs());
   auto vouched = std::chrono::duration_cast<TimePoint>(timeout * (1.0 - kClockRateAllowance));
   extend(sentAt + vouched - margin_);
@@ -155,6 +156,7 @@ void SessionGuard::anchor(TimePoint sentAt) {
 void SessionGuard::noticeExpiry() {
   if (safe() || !wasSafe_) return;
   wasSafe_ = false;
+  lapsedAt_ = timer_.now();
   spdlog::warn(
       "zookeeper session 0x{:x} can no longer be vouched for: no heartbeat answered "
       "in time",

@@ -11,7 +11,9 @@
 //      session not yet due), every heartbeat that completed before, answered or failed with
 //      connection loss, was sent before that touch: the latest one anchors at once.
 // Past safeUntil nothing may be granted, renewed or called valid: the session may be gone and
-// another sidecar may hold our locks. A lapse is final for what was held before it. New grants
+// another sidecar may hold our locks. A lapse is final for what was held before it, and a
+// heartbeat sent before it anchors nothing after it: vouching resumes from evidence gathered
+// after the lapse (one outage, one lapse). New grants
 // also need safeFor() >= the grant floor, so a lease never starts with a few ms of vouching left.
 //
 // When a heartbeat stays unanswered for T/2, the guard asks the client to move the session to
@@ -88,6 +90,10 @@ class SessionGuard {
   std::optional<TimePoint> lastCompleted_;
   TimePoint safeUntil_{};
   bool wasSafe_ = false;
+  // When the latest lapse was noticed. A pause past safeUntil (a frozen sidecar) ends with the
+  // answer of a heartbeat sent before it; anchored, it vouched again for 10-277 ms from a send
+  // before the pause, then lapsed a second time.
+  TimePoint lapsedAt_{};
   uint64_t heartbeatTimer_ = 0;
   uint64_t silenceTimer_ = 0;
   uint64_t expiryTimer_ = 0;

@@ -205,6 +205,30 @@ TEST_F(SessionGuardTest, LapseIsReportedAndExpiryForgetsTheOldSession) {
   EXPECT_EQ(unsafe, 1);
 }
 
+// A pause past safeUntil (the sidecar's loop frozen: no timer ran, no answer was read) ends
+// with the answer of a heartbeat sent before it. Anchored by the next answer, it vouched again
+// for a moment (10-277 ms in the fault campaign) and lapsed a second time: two lapses counted
+// and logged for one outage.
+TEST_F(SessionGuardTest, APausePastTheVouchedTimeIsOneLapse) {
+  steady();
+  ASSERT_TRUE(guard->safe());
+  ASSERT_EQ(zk.syncs.size(), 1u) << "a heartbeat in flight when the pause begins";
+  timer.skip(std::chrono::duration_cast<Millis>(guard->safeUntil() - now()) + Millis(50));
+  timer.runDue();
+  EXPECT_EQ(unsafe, 1);
+  zk.answerSync();  // answered during the pause: slow, anchors nothing
+  timer.runDue();
+  ASSERT_EQ(zk.syncs.size(), 1u) << "the next heartbeat goes at once";
+  TimePoint afterPause = now();
+  beat();
+  EXPECT_FALSE(guard->safe()) << "a heartbeat sent before the lapse vouches for nothing after it";
+  timer.advance(kQ - Millis(5));
+  beat();
+  EXPECT_EQ(guard->safeUntil(), afterPause + kVouched) << "vouched again from after the pause";
+  timer.advance(kQ);
+  EXPECT_EQ(unsafe, 1) << "one outage, one lapse";
+}
+
 TEST_F(SessionGuardTest, NoGrantWithLessThanTheFloorLeft) {
   steady();
   EXPECT_EQ(guard->grantFloor(), kQ);
