@@ -30,7 +30,8 @@ namespace fencekeeper {
 namespace {
 
 constexpr const char* kUsage = R"(usage:
-  fencectl [--socket PATH] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL] [--grace DUR] -- CMD [ARG...]
+  fencectl [--socket PATH] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL] [--grace DUR]
+                [--no-pid-namespace] -- CMD [ARG...]
       Acquires NAME, runs CMD in its own process group with FENCE_TOKEN, FENCE_LOCK and
       FENCE_TTL_MS in its environment, renews the lease while CMD runs, releases it after.
       CMD starts only on a lease just confirmed valid; a grant lost before that is dropped
@@ -44,6 +45,10 @@ constexpr const char* kUsage = R"(usage:
       Nothing CMD started outlives the lease: what is left when CMD ends (in its group, or
       gone off with setsid) is ended before the release, and if fencectl dies, even by
       SIGKILL, its supervisor process kills all of it before the sidecar lets the lease go.
+      Where the kernel allows (root, CAP_SYS_ADMIN) and not on a terminal, the supervisor is
+      the init of a PID namespace of its own (CMD is its pid 2, with its own /proc), so that
+      the kernel kills all of CMD should fencectl and the supervisor both be killed; else
+      fencectl says so at start. --no-pid-namespace keeps CMD in fencectl's.
       Once CMD's processes are gone, fencectl waits at most 1 s for the release.
       Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
       (the TTL, or less when the sidecar's ZooKeeper session bounds it).
@@ -288,6 +293,8 @@ int run(int argc, char** argv) {
       if (!duration(a, args.wait)) return usage("bad --wait");
     } else if (a == "--rerun" && elect) {
       rerun = true;
+    } else if (a == "--no-pid-namespace") {
+      args.pidNamespace = false;
     } else if (a == "--grace") {
       Millis g;
       if (!duration(a, g)) return usage("bad --grace");

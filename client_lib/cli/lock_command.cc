@@ -124,6 +124,7 @@ std::vector<std::string> commandEnvironment(const LockArgs& args, const Lease& l
 
 // Forwarded signals are followed by SIGCONT: a stopped CMD must see them.
 void signalGroup(pid_t group, int sig) {
+  if (group <= 0) return;  // CMD ended before fencectl could read its number
   kill(-group, sig);
   kill(-group, SIGCONT);
 }
@@ -197,7 +198,7 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
       tcsetpgrp(tty, getpgrp());
       raise(SIGTSTP);
       if (tcgetpgrp(tty) == getpgrp()) tcsetpgrp(tty, group);
-      kill(-group, SIGCONT);
+      signalGroup(group, SIGCONT);
     }
     if (event == Supervisor::Event::kGone) {
       // Someone killed the supervisor: what it had adopted is fencectl's now (a subreaper too).
@@ -290,7 +291,7 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   int tty = foregroundTerminal();
   std::string error;
   auto supervisor = Supervisor::start(internal::connectionFd(*client), tty, args.command,
-                                      commandEnvironment(args, *lease), &error);
+                                      commandEnvironment(args, *lease), args.pidNamespace, &error);
   if (!supervisor) {
     std::fprintf(stderr, "fencectl: %s\n", error.c_str());
     return releaseAndReturn(*lease, args.name, true, kExitInternal);

@@ -16,6 +16,8 @@ struct LockArgs {
   Millis wait{0};
   std::string owner;
   std::optional<Millis> grace;
+  // false (--no-pid-namespace): the supervisor and CMD stay in fencectl's PID namespace.
+  bool pidNamespace = true;
   std::vector<std::string> command;
 };
 

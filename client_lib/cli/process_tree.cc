@@ -68,6 +68,7 @@ std::vector<pid_t> liveDescendants(pid_t root) {
 }
 
 void killTree(pid_t root) {
+  if (root <= 1) return;  // never init's tree, whoever asks
   // A process may fork until its SIGKILL lands: look again until nothing is left.
   for (auto live = liveDescendants(root); !live.empty(); live = liveDescendants(root)) {
     signalAll(live, SIGKILL);

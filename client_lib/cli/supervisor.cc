@@ -4,9 +4,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "client_lib/cli/exit_codes.h"
@@ -70,6 +74,33 @@ int spawnCommand(char** command, int ttyFd, pid_t* pid) {
   return rc;
 }
 
+// The supervisor as the init of a new PID namespace (and mount namespace, for its own /proc):
+// a fork-like clone, then exec, as posix_spawn would. The child makes only async-signal-safe
+// calls: fencectl runs the client's I/O thread. -1 with `*err` when the kernel refuses.
+pid_t spawnInOwnPidNamespace(char* const* argv, char* const* envp, int socket, int connection,
+                             int* err) {
+  long pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, nullptr, nullptr, nullptr,
+                     nullptr);
+  if (pid == 0) {
+    if (fcntl(socket, F_SETFD, 0) != 0 || fcntl(connection, F_SETFD, 0) != 0 ||
+        setpgid(0, 0) != 0) {
+      _exit(kExitInternal);
+    }
+    execve("/proc/self/exe", argv, envp);
+    _exit(kExitInternal);
+  }
+  if (pid < 0) *err = errno;
+  return static_cast<pid_t>(pid);
+}
+
+// The first child of single-threaded `parent`, as fencectl numbers it; -1 when it has none.
+pid_t firstChild(pid_t parent) {
+  std::ifstream in("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) +
+                   "/children");
+  pid_t child = -1;
+  return in >> child ? child : -1;
+}
+
 void reapAll(int socket, pid_t command) {
   int status;
   pid_t pid;
@@ -83,7 +114,7 @@ void reapAll(int socket, pid_t command) {
 std::unique_ptr<Supervisor> Supervisor::start(int connectionFd, int ttyFd,
                                               const std::vector<std::string>& command,
                                               const std::vector<std::string>& env,
-                                              std::string* error) {
+                                              bool pidNamespace, std::string* error) {
   int pair[2];
   if (connectionFd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     *error = std::string("cannot start the supervisor: ") +
@@ -100,19 +131,40 @@ std::unique_ptr<Supervisor> Supervisor::start(int connectionFd, int ttyFd,
   std::vector<std::string> envCopy = env;
   auto argv = pointers(args);
   auto envp = pointers(envCopy);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  // dup2 onto itself clears close-on-exec, in the child only (glibc 2.29, POSIX.1-2024).
-  posix_spawn_file_actions_adddup2(&actions, pair[1], pair[1]);
-  posix_spawn_file_actions_adddup2(&actions, connectionFd, connectionFd);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);  // out of reach of a signal to fencectl's group
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
+  int rc = 0;
+  // On a terminal the supervisor gives the terminal back to fencectl's group should fencectl die:
+  // from inside a namespace of its own it could not name that group.
+  bool ownNamespace = pidNamespace && ttyFd < 0;
+  if (ownNamespace) {
+    pid = spawnInOwnPidNamespace(argv.data(), envp.data(), pair[1], connectionFd, &rc);
+    if (pid < 0) {
+      static bool warned = false;  // once a process: elect --rerun starts one a term
+      if (!warned) {
+        std::fprintf(stderr,
+                     "fencectl: CMD runs without a PID namespace of its own (%s): should "
+                     "fencectl and its supervisor both be killed, what CMD started outlives "
+                     "them (docs/failure-modes.md)\n",
+                     std::strerror(rc));
+      }
+      warned = true;
+      ownNamespace = false;
+    }
+  }
+  if (!ownNamespace) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    // dup2 onto itself clears close-on-exec, in the child only (glibc 2.29, POSIX.1-2024).
+    posix_spawn_file_actions_adddup2(&actions, pair[1], pair[1]);
+    posix_spawn_file_actions_adddup2(&actions, connectionFd, connectionFd);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);  // out of reach of a signal to fencectl's group
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv.data(), envp.data());
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+  }
   close(pair[1]);
   if (rc != 0) {
     close(pair[0]);
@@ -120,6 +172,7 @@ std::unique_ptr<Supervisor> Supervisor::start(int connectionFd, int ttyFd,
     return nullptr;
   }
   std::unique_ptr<Supervisor> supervisor(new Supervisor(pid, pair[0]));
+  supervisor->ownPidNamespace_ = ownNamespace;
   Report first{};
   ssize_t n;
   do {
@@ -130,7 +183,10 @@ std::unique_ptr<Supervisor> Supervisor::start(int connectionFd, int ttyFd,
     return nullptr;
   }
   if (first.kind == Report::kSpawnFailed) supervisor->spawnError_ = first.value;
-  if (first.kind == Report::kStarted) supervisor->commandPid_ = first.value;
+  if (first.kind == Report::kStarted) {
+    // From inside its namespace the supervisor knows CMD as 2: fencectl reads its own number.
+    supervisor->commandPid_ = ownNamespace ? firstChild(pid) : first.value;
+  }
   return supervisor;
 }
 
@@ -172,6 +228,12 @@ int superviseMain(int argc, char** argv) {
     std::perror("fencectl supervisor");
     return kExitInternal;  // without a report: fencectl says so and ends
   }
+  // The init of a PID namespace of its own (Supervisor::start): a /proc of that namespace, so
+  // that CMD's /proc/$$ is CMD, in mounts private to it, so that nothing of it reaches the host.
+  const bool init = getpid() == 1;
+  if (init && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr);
+  }
   pid_t home = tty >= 0 ? tcgetpgrp(tty) : -1;  // fencectl's group, in the foreground
   pid_t pid = -1;
   if (int rc = spawnCommand(command, tty, &pid); rc != 0) {
@@ -188,7 +250,15 @@ int superviseMain(int argc, char** argv) {
     reapAll(socket, pid);
     if (fds[0].revents) break;  // fencectl never writes: its end closed, it is done or dead
   }
-  killTree(getpid());
+  if (init) {
+    kill(-1, SIGKILL);  // from a namespace's init: every other process of the namespace
+    int status;
+    for (pid_t p; (p = waitpid(-1, &status, 0)) > 0 || (p < 0 && errno == EINTR);) {
+      if (p == pid) send(socket, Report::kWaitStatus, status);
+    }
+  } else {
+    killTree(getpid());
+  }
   reapAll(socket, pid);
   // fencectl gives the terminal back when it ends; if it died, its group gets it (if it lives).
   if (tty >= 0 && tcgetpgrp(tty) == pid) tcsetpgrp(tty, home);

@@ -9,6 +9,11 @@
 // closes; the supervisor SIGKILLs CMD's group and every descendant (those that left the group
 // with setsid, and orphans, are re-parented to it), and only once all of them are dead closes its
 // duplicate: the sidecar sees the connection close, and releases the lease, no earlier.
+//
+// Where the kernel allows it (root, or CAP_SYS_ADMIN), the supervisor is the init of a PID
+// namespace of its own, with its own /proc: should fencectl and the supervisor both die (a
+// `kill -9` of both, an OOM kill of the group), the kernel kills everything CMD started, which no
+// process of ours could do any more. Elsewhere it runs without, and fencectl says so once.
 #pragma once
 
 #include <sys/types.h>
@@ -25,9 +30,11 @@ class Supervisor {
   // Starts the supervisor, which runs `command` (found on PATH) with `env`, and waits for CMD's
   // start. `ttyFd` >= 0: CMD's group becomes that terminal's foreground group before CMD runs.
   // nullptr (with `*error`) when the supervisor itself could not start or answer.
+  // `pidNamespace`: try a PID namespace of its own (see above).
   static std::unique_ptr<Supervisor> start(int connectionFd, int ttyFd,
                                            const std::vector<std::string>& command,
-                                           const std::vector<std::string>& env, std::string* error);
+                                           const std::vector<std::string>& env, bool pidNamespace,
+                                           std::string* error);
   // Closes the socket (the supervisor then kills what is left, lets go of the connection and
   // exits) and reaps the supervisor, waiting for that at most a second.
   ~Supervisor();
@@ -37,7 +44,10 @@ class Supervisor {
   // 0 when CMD runs; else the errno of its spawn (ENOENT: not found).
   int spawnError() const { return spawnError_; }
   pid_t pid() const { return pid_; }                // the supervisor's, the root of CMD's tree
-  pid_t commandPid() const { return commandPid_; }  // CMD's pid, and its process group
+  // CMD's pid, and its process group, in fencectl's PID namespace; -1 when CMD ended before
+  // fencectl could read its number (from outside the supervisor's namespace).
+  pid_t commandPid() const { return commandPid_; }
+  bool inOwnPidNamespace() const { return ownPidNamespace_; }
   int fd() const { return socket_; }                // readable: read() has news
 
   enum class Event { kNone, kExited, kStopped, kGone };
@@ -51,6 +61,7 @@ class Supervisor {
   int socket_;
   int spawnError_ = 0;
   pid_t commandPid_ = -1;
+  bool ownPidNamespace_ = false;
 };
 
 // The supervisor's side: `fencectl __supervise CTL_FD CONNECTION_FD TTY_FD -- CMD [ARG...]`, with

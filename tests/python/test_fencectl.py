@@ -65,6 +65,46 @@ def parent_of(pid):
         return None
 
 
+def children_of(pid):
+    """The children of every thread of pid."""
+    found = []
+    try:
+        for task in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                found += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def host_pid(pid_in_cmd, fencectl_pid):
+    """A pid as CMD saw it ($$, $!), as this test sees it: CMD runs in a PID namespace of its
+    supervisor's (fencectl's child) where the kernel allows one. None when it is gone."""
+    supervisors = children_of(fencectl_pid)
+    if not supervisors:
+        return None
+    namespace = os.readlink("/proc/%d/ns/pid" % supervisors[0])
+    if namespace == os.readlink("/proc/self/ns/pid"):
+        return pid_in_cmd
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/ns/pid" % entry) != namespace:
+                continue
+            with open("/proc/%s/status" % entry) as f:
+                nspid = next(l for l in f if l.startswith("NSpid:")).split()[1:]
+        except (OSError, StopIteration):
+            continue
+        if int(nspid[-1]) == pid_in_cmd:
+            return int(entry)
+    return None
+
+
+def in_own_pid_namespace(pid):
+    return os.readlink("/proc/%d/ns/pid" % pid) != os.readlink("/proc/self/ns/pid")
+
+
 def alive(pid):
     """True while pid is a live process; a zombie (nobody may reap it here) counts as dead."""
     stat = proc_stat(pid)
@@ -147,14 +187,16 @@ class FencectlCase(fk_harness.ClusterTestCase):
     def path(self, name):
         return os.path.join(self.dir, name)
 
-    def spawn(self, *args, socket=None, env=None):
-        """Starts `fencectl --socket SOCKET ARGS...` in its own session; the test's cleanup stops
-        it (SIGCONT first, in case it is frozen; then SIGTERM, SIGKILL to it and its group)."""
+    def spawn(self, *args, socket=None, env=None, prefix=()):
+        """Starts `[PREFIX...] fencectl --socket SOCKET ARGS...` in its own session (PREFIX: a
+        command that execs it, such as setpriv); the test's cleanup stops it (SIGCONT first, in
+        case it is frozen; then SIGTERM, SIGKILL to it and its group)."""
         self.runs += 1
         log_path = self.path("fencectl-%d.log" % self.runs)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [self.cluster.fencectl_bin, "--socket", socket or self.socket] + list(args),
+                list(prefix) + [self.cluster.fencectl_bin, "--socket", socket or self.socket] +
+                list(args),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True)
         run = Run(proc, log_path)
@@ -201,6 +243,12 @@ class FencectlCase(fk_harness.ClusterTestCase):
             return text
         return fk_harness.wait_until(written, timeout, "%s to be written" % path)
 
+    def cmd_pid(self, path, run):
+        """The pid CMD wrote to path ($$, $!), translated to this test's PID namespace."""
+        pid = host_pid(int(self.wait_file(path, run)), run.proc.pid)
+        self.assertIsNotNone(pid, "the process CMD wrote to %s is gone" % path)
+        return pid
+
     def write_cmd(self, path, what):
         """A shell snippet that writes `what` (shell words) to path atomically."""
         return 'printf "%%s\\n" %s > %s.tmp && mv %s.tmp %s' % (what, path, path, path)
@@ -237,7 +285,7 @@ class FencectlTest(FencectlCase):
         pid_file = self.path("grandchild.pid")
         run = self.spawn("lock", "frozen-ctl", "--ttl", "1s", "--", "sh", "-c",
                          "sleep 300 & %s; wait" % self.write_cmd(pid_file, "$!"))
-        grandchild = int(self.wait_file(pid_file, run))
+        grandchild = self.cmd_pid(pid_file, run)
         self.assertTrue(alive(grandchild))
         group = proc_stat(grandchild)[1]  # CMD's process group, led by `sh`
         self.addCleanup(kill_group_members, group)
@@ -295,11 +343,13 @@ class FencectlTest(FencectlCase):
         self.assertFalse(os.path.exists(marker), "CMD ran after fencectl gave up")
 
     def test_what_the_command_leaves_in_its_group_is_ended_before_the_release(self):
-        pid_file = self.path("background.pid")
+        pid_file, go = self.path("background.pid"), self.path("go")
         run = self.spawn("lock", "leftover", "--", "sh", "-c",
-                         "sleep 300 & echo $! > %s; exit 0" % pid_file)
+                         "sleep 300 & %s; while [ ! -e %s ]; do sleep 0.01; done; exit 0" % (
+                             self.write_cmd(pid_file, "$!"), go))
+        background = self.cmd_pid(pid_file, run)
+        open(go, "w").close()
         self.assertEqual(run.wait(10), 0, run.log())
-        background = int(self.wait_file(pid_file))
         self.assertFalse(alive(background), "a background job outlived the lease")
         self.wait_free("leftover")
 
@@ -377,7 +427,7 @@ class FencectlTest(FencectlCase):
                   (self.write_cmd(files[0], "$$"), self.write_cmd(files[1], "$!"),
                    self.write_cmd(files[2], "$!")))
         run = self.spawn("lock", name, "--", "sh", "-c", script)
-        sh, in_group, escaped = (int(self.wait_file(f, run)) for f in files)
+        sh, in_group, escaped = (self.cmd_pid(f, run) for f in files)
         for pid in (sh, in_group, escaped):
             self.addCleanup(kill_quietly, pid, signal.SIGKILL)
         self.assertEqual(proc_stat(in_group)[1], sh)
@@ -390,10 +440,12 @@ class FencectlTest(FencectlCase):
         return run, sh, in_group, escaped, supervisor
 
     def test_fencectl_killed_by_sigkill_leaves_nothing_and_no_holder_before_that(self):
-        for how in ("pid", "process group"):
+        for how in ("pid", "process group", "fencectl and its supervisor"):
             with self.subTest(how):
                 name = "ctl/kill9-" + how.replace(" ", "-")
                 run, sh, in_group, escaped, supervisor = self.start_tree(name)
+                if how == "fencectl and its supervisor" and not in_own_pid_namespace(supervisor):
+                    self.skipTest("no PID namespace here: fencectl said so at start")
                 token = self.wait_held(name, run)["token"]
                 granted = {}
                 with fencekeeper.Client(self.socket) as standby_client:
@@ -411,6 +463,11 @@ class FencectlTest(FencectlCase):
                         killed_at = time.monotonic()
                         if how == "pid":
                             os.kill(run.pid, signal.SIGKILL)
+                        elif how == "fencectl and its supervisor":
+                            # As an OOM kill of the group: nothing of ours is left to kill CMD;
+                            # the kernel ends the supervisor's PID namespace.
+                            os.kill(run.pid, signal.SIGKILL)
+                            os.kill(supervisor, signal.SIGKILL)
                         else:
                             os.killpg(run.pid, signal.SIGKILL)  # fencectl leads its session
                         fk_harness.wait_until(
@@ -441,6 +498,34 @@ class FencectlTest(FencectlCase):
         self.assertEqual(run.wait(5), EXIT_INTERNAL, run.log())
         self.assertEqual([p for p in (sh, in_group, escaped) if alive(p)], [])
         self.wait_free("ctl/supervisor-killed")
+
+    def test_cmd_runs_in_a_pid_namespace_of_its_supervisor_or_fencectl_says_why_not(self):
+        cases = (("own namespace", [], []),
+                 ("not permitted", ["setpriv", "--bounding-set", "-sys_admin", "--"], []),
+                 ("--no-pid-namespace", [], ["--no-pid-namespace"]))
+        for case, prefix, flags in cases:
+            with self.subTest(case):
+                name = "ctl/pidns-" + case.strip("-").replace(" ", "-")
+                pid_file = self.path(name.replace("/", "-") + ".pid")
+                run = self.spawn("lock", name, *flags, "--", "sh", "-c",
+                                 "%s; sleep 300" % self.write_cmd(pid_file, "$$"),
+                                 prefix=prefix)
+                seen_inside = int(self.wait_file(pid_file, run))
+                sh = self.cmd_pid(pid_file, run)
+                supervisor = parent_of(sh)
+                warned = "without a PID namespace of its own" in run.log()
+                if case == "own namespace":
+                    self.assertTrue(in_own_pid_namespace(supervisor))
+                    self.assertEqual(seen_inside, 2, "CMD is its supervisor's first child")
+                    self.assertFalse(warned, run.log())
+                else:
+                    self.assertFalse(in_own_pid_namespace(supervisor))
+                    self.assertEqual(seen_inside, sh)
+                    self.assertEqual(warned, case == "not permitted", run.log())
+                run.signal(signal.SIGTERM)
+                self.assertEqual(run.wait(5), 128 + signal.SIGTERM, run.log())
+                self.assertFalse(alive(sh))
+                self.wait_free(name)
 
     def test_on_a_terminal_the_command_reads_stdin_and_gets_the_terminal_back_after(self):
         pgid_file, got_file, after_file = (self.path(n) for n in ("pgid", "got", "after"))
@@ -511,7 +596,7 @@ class FencectlTest(FencectlCase):
         run = self.spawn("lock", "ctl/sigcont", "--", "sh", "-c",
                          "trap 'echo TERM > %s; exit 3' TERM; %s; while true; do sleep 0.05; done"
                          % (marker, self.write_cmd(pid_file, "$$")))
-        sh = int(self.wait_file(pid_file, run))
+        sh = self.cmd_pid(pid_file, run)
         os.kill(sh, signal.SIGSTOP)
         fk_harness.wait_until(lambda: proc_stat(sh)[0] == "T", 5, "CMD to stop")
         run.signal(signal.SIGTERM)  # a stopped CMD sees it only with the SIGCONT that follows
@@ -527,7 +612,7 @@ class FencectlTest(FencectlCase):
                 run = self.spawn("lock", name, "--grace", "400ms", "--", "sh", "-c",
                                  "trap '' TERM INT; %s; while true; do sleep 0.05; done" %
                                  self.write_cmd(pid_file, "$$"))
-                sh = int(self.wait_file(pid_file, run))
+                sh = self.cmd_pid(pid_file, run)
                 self.addCleanup(kill_quietly, sh, signal.SIGKILL)
                 signalled_at = time.monotonic()
                 run.signal(sig)
