@@ -14,7 +14,7 @@ import time
 KINDS = [
     "zk-leader-freeze", "zk-leader-kill", "zk-follower-freeze", "zk-follower-kill",
     "sidecar-freeze", "sidecar-kill", "sidecar-restart",
-    "holder-freeze", "holder-kill", "waiter-freeze", "waiter-kill",
+    "holder-freeze", "holder-kill", "holder-oom-kill", "waiter-freeze", "waiter-kill",
     "partition-sidecar", "partition-one-way", "partition-follower",
 ]
 
@@ -157,6 +157,10 @@ class Nemesis:
                 time.sleep(hold)
                 _signal_all(tree, signal.SIGCONT)
                 self.note("thawed pids=%s" % ",".join(map(str, tree)))
+            elif kind == "holder-oom-kill":
+                # fencectl and its supervisor at once, as the OOM killer takes a group: only the
+                # kernel (the supervisor's PID namespace) is left to end CMD.
+                _signal_all(tree[:2], signal.SIGKILL)
             else:
                 _signal_all([job], signal.SIGKILL)
             self.note("fault-end kind=%s" % kind)
