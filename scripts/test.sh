@@ -124,14 +124,17 @@ else
   stage "every test under ASan+UBSan" in_dir "$here/build-asan" env \
     LSAN_OPTIONS="suppressions=$here/tests/lsan.supp" FK_FLOOD_SECONDS="${FK_FLOOD_SECONDS:-20}" \
     ctest --output-on-failure --timeout 900 -j"$jobs"
+  # The TSan tree compiles beside the fault campaign, as SCHED_IDLE: the campaign asserts no
+  # timing, only safety (which must hold on a loaded machine too), and leaves about a core idle.
   # shellcheck disable=SC2086
-  stage "TSan build of its tests (build-tsan/)" build "$here/build-tsan" "$tsan_args" $tsan_targets
+  build_tsan() { build "$here/build-tsan" "$tsan_args" $tsan_targets; }
+  beside "TSan build of its tests (build-tsan)" build_tsan
+  stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
+    bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"
+  stage "wait: TSan build" join "TSan build of its tests (build-tsan)"
   stage "the threaded tests under TSan" in_dir "$here/build-tsan" env \
     TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" \
     ctest --output-on-failure --timeout 900 -j"$jobs" -R "$tsan_tests"
-  # Nothing beside it either: its faults are timed against a 3 s session.
-  stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
-    bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"
   stage "fuzz: build and a bounded run (scripts/fuzz.sh)" bash "$here/scripts/fuzz.sh"
   if [ $pods = 1 ]; then
     stage "containers: images, manifests, pods (tests/e2e/pods.sh)" bash "$here/tests/e2e/pods.sh"

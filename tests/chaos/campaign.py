@@ -64,6 +64,7 @@ def main():
     args = p.parse_args()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     workdir = args.workdir or tempfile.mkdtemp(prefix="fk-chaos-")
+    os.makedirs(workdir, exist_ok=True)
     os.chmod(workdir, 0o755)
     os.makedirs(os.path.join(workdir, "workers"), exist_ok=True)
     print("chaos: seed %d (replay: tests/chaos/run.sh --seed %d), %.1f min, logs in %s" % (
