@@ -23,7 +23,8 @@ test_pkgs=(libzookeeper-mt2 libgtest-dev libgmock-dev libbenchmark-dev python3-k
            python3-matplotlib  # bench/plots.py
            python3-pip python3-setuptools python3-wheel procps spin
            clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
-           python3-yaml)             # tests/k8s
+           python3-yaml              # tests/k8s
+           iptables)                 # tests/chaos: the network cuts
 # The container test (tests/e2e/pods.sh): podman with runc (crun fails on some hosts) and its
 # pause process (catatonit), debootstrap for the base images, the adapter's YAML; and kubectl.
 e2e_pkgs=(podman runc catatonit debootstrap uidmap iptables python3-yaml)
