@@ -70,6 +70,10 @@ def main():
     print("chaos: seed %d (replay: tests/chaos/run.sh --seed %d), %.1f min, logs in %s" % (
         seed, seed, args.minutes, workdir), flush=True)
 
+    why_not = partition.available()
+    if why_not:
+        print("chaos: cannot cut connections here: %s" % why_not, file=sys.stderr)
+        return 2
     partition.remove_stale()
     cuts = partition.Cuts()
     ensemble = store = None
