@@ -30,6 +30,7 @@ CS = re.compile(r"^(\d+) (\S+) cs token=(\d+) (start|get|put|end)(?: (.*))?$")
 RUN = re.compile(r"^(\d+) (\S+) (run-start|run-end|run-outlived) (.*)$")
 STORE = re.compile(r"(GET|PUT) key=(\S+) lock=(\S+) token=(\d+) -> (\d+) (.*)$")
 SEQ = re.compile(r"accepted seq=(\d+)")
+STORE_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] ")
 SIDECAR_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")
 
 
@@ -88,7 +89,8 @@ def read_sections(workdir):
 
 
 def read_store(workdir):
-    """[(seq, method, token, status)] of accepted requests, and [(method, token, status)] refused."""
+    """[(seq, method, token, status)] of accepted requests, and [(wall s or None, method, token,
+    status)] of refused ones (the store logs in local time)."""
     accepted, refused = [], []
     for line in read_lines(os.path.join(workdir, "store.log")):
         m = STORE.search(line)
@@ -98,7 +100,10 @@ def read_store(workdir):
         if seq:
             accepted.append((int(seq[1]), m[1], int(m[4]), int(m[5])))
         else:
-            refused.append((m[1], int(m[4]), int(m[5])))
+            t = STORE_TIME.match(line)
+            wall = (datetime.datetime.strptime(t[1], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+                    if t else None)
+            refused.append((wall, m[1], int(m[4]), int(m[5])))
     accepted.sort()
     return accepted, refused
 
@@ -234,8 +239,8 @@ def check(workdir):
     if faults:
         windows.insert(0, (meta["start_mono_ns"], faults[0][0], "(none: before the first)"))
     puts_ok = sorted(e[0] for s in sections for e in s.accepted("put"))
-    refused_at = sorted(e[0] for s in sections for e in s.events
-                        if e[1] in ("get", "put") and e[2] == 412)
+    # From the store's log: a critical section killed at a loss may never log the answer.
+    refused_at = sorted(wall_to_mono(wall) for wall, *_ in refused if wall is not None)
     rows = collections.OrderedDict()
     for start, end, kind in windows:
         row = rows.setdefault(kind, collections.Counter())
