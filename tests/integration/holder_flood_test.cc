@@ -107,9 +107,12 @@ TEST(HolderFlood, TwentyThousandConcurrentHolderCallsCostABoundedNumberOfZooKeep
       r.ms, after - before, longestRenewMs.load());
   // One ZooKeeper round (a getChildren and a get) per lock at a time, serving every call that
   // waited for it: the count follows how long the calls keep arriving over round trips, not how
-  // many there are. Measured 73 packets in 2.5 s (plain build), 1,175 in 3.2 s (ASan), sessions'
-  // heartbeats included. Before: two requests per call (40,000).
-  EXPECT_LT(after - before, r.answered / 10) << "not coalesced: ZooKeeper requests per call";
+  // many there are. Without coalescing: two requests per call (40,000). Measured 73 packets in
+  // 2.5 s (plain build), 1,175 in 3.2 s (ASan); since the ZooKeeper client runs on the loop, its
+  // rounds are quicker and ASan runs saw 2,036-2,097 in 4.3-4.4 s, past a bound of answered / 10,
+  // which made this a ratio of the sidecar's time per call to a round trip (a speed figure, for
+  // the bench). The bound separates coalesced from not, whatever the machine's speed.
+  EXPECT_LT(after - before, r.answered / 2) << "not coalesced: ZooKeeper requests per call";
   EXPECT_EQ(failedRenewals.load(), 0);
 }
 
