@@ -36,27 +36,20 @@ stage() {
 }
 # beside NAME COMMAND...: runs it in the background as SCHED_IDLE (it gets a CPU only when no
 # stage wants it, and yields at once when one does), its output in a log of its own.
-# alongside NAME COMMAND...: the same at normal priority, for work that must not starve.
 # join NAME: waits for it (a stage of its own: the wait), then records its own seconds.
-# join NAME --show: prints its whole log, not only a failure's tail.
 declare -A beside_pid
-in_background() {  # idle|normal NAME COMMAND...
-  local priority="$1" name="$2"
-  shift 2
-  ( [ "$priority" = normal ] || chrt --idle -p 0 "$BASHPID" 2>/dev/null ||
-      renice -n 19 -p "$BASHPID" >/dev/null
+beside() {
+  local name="$1"
+  shift
+  ( chrt --idle -p 0 "$BASHPID" 2>/dev/null || renice -n 19 -p "$BASHPID" >/dev/null
     start=$SECONDS; rc=0; "$@" >"$logs/$name.log" 2>&1 || rc=$?
     echo "$rc $((SECONDS - start))" >"$logs/$name.done"; exit $rc ) &
   beside_pid[$name]=$!
 }
-beside() { in_background idle "$@"; }
-alongside() { in_background normal "$@"; }
 join() {
   local name="$1" rc=0 took
   wait "${beside_pid[$name]}" || rc=$?
-  if [ "${2:-}" = --show ]; then cat "$logs/$name.log"; elif [ $rc != 0 ]; then
-    tail -n 60 "$logs/$name.log"
-  fi
+  [ $rc = 0 ] || tail -n 60 "$logs/$name.log"
   took="$(cut -d' ' -f2 "$logs/$name.done" 2>/dev/null || echo 0)"
   record "  (beside) $name" "$took" "$([ $rc = 0 ] && echo ok || echo "FAILED ($rc): $logs/$name.log")"
   return $rc
@@ -131,22 +124,20 @@ else
   stage "every test under ASan+UBSan" in_dir "$here/build-asan" env \
     LSAN_OPTIONS="suppressions=$here/tests/lsan.supp" FK_FLOOD_SECONDS="${FK_FLOOD_SECONDS:-20}" \
     ctest --output-on-failure --timeout 900 -j"$jobs"
+  # The TSan tree compiles beside the fault campaign, as SCHED_IDLE: the campaign asserts no
+  # timing, only safety (which must hold on a loaded machine too), and leaves about a core idle.
   # shellcheck disable=SC2086
-  stage "TSan build of its tests (build-tsan/)" build "$here/build-tsan" "$tsan_args" $tsan_targets
+  build_tsan() { build "$here/build-tsan" "$tsan_args" $tsan_targets; }
+  beside "TSan build of its tests (build-tsan)" build_tsan
+  stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
+    bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"
+  stage "wait: TSan build" join "TSan build of its tests (build-tsan)"
   stage "the threaded tests under TSan" in_dir "$here/build-tsan" env \
     TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" \
     ctest --output-on-failure --timeout 900 -j"$jobs" -R "$tsan_tests"
   stage "fuzz: build and a bounded run (scripts/fuzz.sh)" bash "$here/scripts/fuzz.sh"
-  campaign() { FK_BUILD_DIR="$here/build" bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"; }
   if [ $pods = 1 ]; then
-    # The fault campaign runs alongside the container test, both at normal priority: the
-    # campaign asserts no timing, only safety (which must hold on a loaded machine too), and the
-    # container test mostly waits (for its pods, for a 10 s session) with bounds of seconds.
-    alongside "fault campaign (tests/chaos/run.sh)" campaign
     stage "containers: images, manifests, pods (tests/e2e/pods.sh)" bash "$here/tests/e2e/pods.sh"
-    stage "wait: fault campaign" join "fault campaign (tests/chaos/run.sh)" --show
-  else
-    stage "fault campaign (tests/chaos/run.sh)" campaign
   fi
 fi
 for r in "${results[@]}"; do [ "$r" = ok ] || exit 1; done
