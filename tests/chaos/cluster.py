@@ -2,7 +2,6 @@
 each running as a uid of its own (so that partition.py can cut one), and the fenced store."""
 
 import os
-import re
 import signal
 import subprocess
 import time
@@ -57,9 +56,6 @@ class Ensemble:
     def quorum_port_pair(self, i):
         """Node i's peer and election ports."""
         return int(self.ports[i][1]), int(self.ports[i][2])
-
-    def pid(self, i):
-        return int(self.command("pid %d" % i))
 
     def close(self):
         if self._proc.poll() is None:
@@ -144,7 +140,3 @@ class Store:
             self.proc.terminate()
             self.proc.wait(timeout=10)
 
-
-def session_ids(log_text):
-    """The ZooKeeper session ids a sidecar's log shows, in order."""
-    return re.findall(r"zookeeper session connected \((0x[0-9a-f]+)\)", log_text)
