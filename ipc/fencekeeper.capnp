@@ -23,6 +23,17 @@ enum Error {
                          # the sidecar's credentials on a lock's node (ACL).
   invalidOwner @12;      # owner label not valid UTF-8, holds a control character, or too long:
                          # the detail names the byte offset and the rule. Do not retry as is.
+  modeConflict @13;      # acquire: the lock's queue holds requests of a mode that never shares it
+                         # with this one (a semaphore's permits and a lock's nodes, or permits of
+                         # another N): the detail names both. Do not retry as is.
+}
+
+enum LockMode {
+  # How an acquire shares its lock (docs/protocol.md, "Lock modes").
+  exclusive @0;          # alone (kazoo's Lock and WriteLock: `__lock__` nodes)
+  shared @1;             # with other shared holders, never with an exclusive one (kazoo's
+                         # ReadLock: `__rlock__` nodes)
+  permits @2;            # one of at most `permits` holders of a semaphore (`__sem<N>__` nodes)
 }
 
 enum LossReason {
@@ -52,7 +63,18 @@ interface Lease {
   # the node is gone.
 }
 
+struct HolderEntry {
+  # One holder of a lock: a shared lock and a semaphore have several.
+  token @0 :UInt64;         # czxid of its node
+  ownerLabel @1 :Text;
+  sinceUnixMs @2 :Int64;
+  thisSidecar @3 :Bool;
+  mode @4 :LockMode;
+  permits @5 :UInt32;       # mode permits: the N its request asked for
+}
+
 struct HolderInfo {
+  # token, ownerLabel, sinceUnixMs and thisSidecar are the first (oldest) holder's.
   held @0 :Bool;
   token @1 :UInt64;         # czxid of the holder's node
   ownerLabel @2 :Text;
@@ -63,6 +85,7 @@ struct HolderInfo {
                             # persistent node planted in the queue; it blocks the lock until an
                             # operator deletes it (`foreignNode` names it)
   foreignNode @7 :Text;     # path of the first planted (persistent) entry in the queue, if any
+  holders @8 :List(HolderEntry);  # every holder, oldest first
 }
 
 enum HolderState {
@@ -99,6 +122,8 @@ struct LeaseSummary {
   connection @6 :UInt64;    # the connection's number in this sidecar's logs
   heldForMs @7 :UInt64;     # since the grant
   state @8 :Text;           # "held" (released and lost leases are not listed)
+  mode @9 :LockMode;
+  permits @10 :UInt32;      # mode permits: N
 }
 
 struct WaiterSummary {
@@ -111,6 +136,8 @@ struct WaiterSummary {
   state @5 :Text;           # "creating" (its node is being made or placed) or "waiting" (queued)
   position @6 :UInt32;      # nodes ahead of it in the lock's queue, at the sidecar's last look
   waitedMs @7 :UInt64;      # since the acquire
+  mode @8 :LockMode;
+  permits @9 :UInt32;       # mode permits: N
 }
 
 struct Limits {
@@ -189,7 +216,8 @@ struct Status {
 }
 
 interface Sidecar {
-  acquire @0 (name :Text, ttlMs :UInt32, waitMs :UInt32, ownerLabel :Text, watcher :LeaseWatcher)
+  acquire @0 (name :Text, ttlMs :UInt32, waitMs :UInt32, ownerLabel :Text, watcher :LeaseWatcher,
+              mode :LockMode, permits :UInt32)
       -> (error :Error, lease :Lease, token :UInt64, validMs :UInt32, detail :Text,
           tableSlot :UInt32, tableGeneration :UInt64);
   # Queues for the lock `name` and answers when granted (error = ok, lease set) or when waitMs ran
@@ -199,6 +227,8 @@ interface Sidecar {
   # tableSlot/tableGeneration: the lease's slot in the shared-memory lease table (leaseTable());
   # tableGeneration 0 when it has none (no table, or the table is full).
   # Cancelling the call (or closing the connection) withdraws the request.
+  # mode: exclusive (the default), shared, or permits (one of `permits` holders, 1..10000);
+  # `permits` is ignored in the other modes.
 
   holder @1 (name :Text) -> (error :Error, info :HolderInfo, detail :Text);
   watchHolder @4 (name :Text, watcher :HolderWatcher) -> (error :Error, watch :HolderWatch, detail :Text);

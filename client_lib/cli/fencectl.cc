@@ -31,7 +31,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   fencectl [--socket PATH] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL] [--grace DUR]
-                [--no-pid-namespace] -- CMD [ARG...]
+                [--shared | --permits N] [--no-pid-namespace] -- CMD [ARG...]
       Acquires NAME, runs CMD in its own process group with FENCE_TOKEN, FENCE_LOCK and
       FENCE_TTL_MS in its environment, renews the lease while CMD runs, releases it after.
       CMD starts only on a lease just confirmed valid; a grant lost before that is dropped
@@ -50,6 +50,10 @@ constexpr const char* kUsage = R"(usage:
       the kernel kills all of CMD should fencectl and the supervisor both be killed; else
       fencectl says so at start. --no-pid-namespace keeps CMD in fencectl's.
       Once CMD's processes are gone, fencectl waits at most 1 s for the release.
+      --shared holds NAME with other --shared holders (a read lock; kazoo's ReadLock on the
+      same path shares it, its WriteLock excludes it); --permits N holds one of N permits
+      (a semaphore): each permit its own lease and token. A queue of another mode or N
+      refuses with exit 64 and a message naming both.
       Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
       (the TTL, or less when the sidecar's ZooKeeper session bounds it).
   fencectl [--socket PATH] elect NAME --owner LABEL [--ttl DUR] [--grace DUR] [--rerun] -- CMD [ARG...]
@@ -279,6 +283,7 @@ int run(int argc, char** argv) {
   }
   if (command != "lock" && command != "elect") return usage("unknown command " + command);
   const bool elect = command == "elect";
+  constexpr const char* kSharedOrPermits = "--shared or --permits N: a lease is one or the other";
   bool rerun = false;
   LockArgs args;
   for (; i < argc; ++i) {
@@ -293,6 +298,19 @@ int run(int argc, char** argv) {
       if (!duration(a, args.wait)) return usage("bad --wait");
     } else if (a == "--rerun" && elect) {
       rerun = true;
+    } else if (a == "--shared" && !elect) {
+      if (args.mode == LockMode::kPermits) return usage(kSharedOrPermits);
+      args.mode = LockMode::kShared;
+    } else if (a == "--permits" && !elect) {
+      auto v = next("--permits");
+      char* end = nullptr;
+      unsigned long n = v ? std::strtoul(v->c_str(), &end, 10) : 0;
+      if (!v || *end != '\0' || v->empty() || n < 1 || n > 10'000) {
+        return usage("--permits needs N in [1, 10000]");
+      }
+      if (args.mode == LockMode::kShared) return usage(kSharedOrPermits);
+      args.mode = LockMode::kPermits;
+      args.permits = static_cast<uint32_t>(n);
     } else if (a == "--no-pid-namespace") {
       args.pidNamespace = false;
     } else if (a == "--grace") {
@@ -314,6 +332,7 @@ int run(int argc, char** argv) {
     }
   }
   if (args.name.empty()) return usage(command + " needs a NAME");
+
   if (args.command.empty()) return usage(command + " needs -- CMD [ARG...]");
   if (elect && args.owner.empty()) return usage("elect needs --owner LABEL: standbys show it");
   return elect ? electCommand(sidecar, args, rerun) : lockCommand(sidecar, args);

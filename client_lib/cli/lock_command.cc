@@ -237,6 +237,8 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   if (!client) return kExitUnavailable;
   AcquireOptions options;
   options.ttl = args.ttl;
+  options.mode = args.mode;
+  options.permits = args.permits;
   options.wait = args.wait;
   options.ownerLabel = args.owner.empty() ? "fencectl pid " + std::to_string(getpid()) : args.owner;
   options.onLost = [fd = lossWrite.get()](uint64_t, LossReason) {

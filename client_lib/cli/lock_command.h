@@ -15,6 +15,9 @@ struct LockArgs {
   Millis ttl{30'000};
   Millis wait{0};
   std::string owner;
+  // --shared, --permits N: the lease's mode (exclusive by default).
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
   std::optional<Millis> grace;
   // false (--no-pid-namespace): the supervisor and CMD stay in fencectl's PID namespace.
   bool pidNamespace = true;

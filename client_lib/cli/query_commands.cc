@@ -44,6 +44,18 @@ std::string holderJson(const std::string& name, const HolderInfo& info, const ch
   out += buf;
   out +=
       ",\"owner\":" + jsonText(info.ownerLabel) + ",\"foreignNode\":" + jsonText(info.foreignNode);
+  out += ",\"holders\":[";
+  for (size_t i = 0; i < info.holders.size(); ++i) {
+    const HolderEntry& h = info.holders[i];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"token\":%llu,\"mode\":\"%s\",\"permits\":%u,\"sinceUnixMs\":%lld,"
+                  "\"thisSidecar\":%s,\"owner\":",
+                  i ? "," : "", static_cast<unsigned long long>(h.token), lockModeName(h.mode),
+                  h.permits, static_cast<long long>(h.sinceUnixMs),
+                  h.thisSidecar ? "true" : "false");
+    out += buf + jsonText(h.ownerLabel) + "}";
+  }
+  out += "]";
   if (state) out += ",\"detail\":" + jsonText(detail);
   return out + "}";
 }
@@ -57,6 +69,23 @@ std::string holderText(const std::string& name, const HolderInfo& info) {
                   "%s: blocked by %s, a persistent node planted in its queue (no lease): delete "
                   "it to unblock the lock; %u waiting",
                   printable(name).c_str(), printable(info.foreignNode).c_str(), info.waiters);
+  } else if (info.holders.size() > 1 ||
+             (!info.holders.empty() && info.holders.front().mode != LockMode::kExclusive)) {
+    // A shared lock's or a semaphore's holders, one line each.
+    const HolderEntry& first = info.holders.front();
+    std::string mode = first.mode == LockMode::kPermits
+                           ? "of " + std::to_string(first.permits) + " permits"
+                           : lockModeName(first.mode);
+    std::snprintf(buf, sizeof buf, "%s: held by %zu (%s), %u waiting", printable(name).c_str(),
+                  info.holders.size(), mode.c_str(), info.waiters);
+    std::string out = buf;
+    for (const HolderEntry& h : info.holders) {
+      std::snprintf(buf, sizeof buf, "\n  token %llu, owner '%s', since %s%s",
+                    static_cast<unsigned long long>(h.token), printable(h.ownerLabel).c_str(),
+                    isoTime(h.sinceUnixMs).c_str(), h.thisSidecar ? " (through this sidecar)" : "");
+      out += buf;
+    }
+    return out;
   } else {
     std::snprintf(buf, sizeof buf, "%s: held, token %llu, owner '%s', since %s, %u waiting%s",
                   printable(name).c_str(), static_cast<unsigned long long>(info.token),

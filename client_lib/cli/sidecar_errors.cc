@@ -11,6 +11,7 @@ int exitCodeFor(const Status& s) {
     case ErrorCode::kInvalidName:
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kInvalidOwner:
+    case ErrorCode::kModeConflict:
       return kExitUsage;
     case ErrorCode::kSidecarUnavailable:
     case ErrorCode::kInternal:

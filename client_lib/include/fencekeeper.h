@@ -78,6 +78,8 @@ typedef enum fk_error_code {
   FK_ERR_INTERNAL = 10,        /* a bug: report it */
   FK_ERR_PERMISSION_DENIED = 11, /* this peer is not allowed, or ZooKeeper refused an ACL */
   FK_ERR_INVALID_OWNER = 12,     /* owner label: not UTF-8, a control character, or too long */
+  FK_ERR_MODE_CONFLICT = 13,     /* the lock's queue holds another mode or permit count: the
+                                    message names both; do not retry as is */
   FK_ERR_SIDECAR_UNAVAILABLE = 100, /* cannot connect, the connection dropped, client closed */
   FK_ERR_WRONG_THREAD = 101,        /* called from a loss callback, on the client's I/O thread */
   FK_ERR_CANCELLED = 102,           /* fk_request_cancel() withdrew the acquire */
@@ -111,6 +113,13 @@ typedef struct fk_request fk_request;
  * or freed it). `reason` is an fk_loss_reason. */
 typedef void (*fk_lost_fn)(void* user_data, uint64_t token, int reason);
 
+/* How a lease shares its lock (fk_acquire_options.mode). */
+typedef enum fk_lock_mode {
+  FK_MODE_EXCLUSIVE = 0, /* alone (kazoo's Lock and WriteLock) */
+  FK_MODE_SHARED = 1,    /* with other shared holders, never with an exclusive one (ReadLock) */
+  FK_MODE_PERMITS = 2,   /* one of at most `permits` holders: a semaphore */
+} fk_lock_mode;
+
 /* Options of fk_acquire(). Fill with fk_acquire_options_init(), then change fields: `size` lets
  * a newer library accept the struct of an older caller (missing fields take their defaults) and
  * refuse options it does not know (FK_ERR_INVALID_ARGUMENT when bytes past its own struct are
@@ -126,6 +135,8 @@ typedef struct fk_acquire_options {
   int exit_on_loss;             /* on loss, print a line to stderr and _exit(70); default 0 */
   fk_lost_fn on_lost;           /* default NULL */
   void* user_data;              /* passed to on_lost */
+  int mode;                     /* an fk_lock_mode; default FK_MODE_EXCLUSIVE */
+  uint32_t permits;             /* FK_MODE_PERMITS: N, 1..10000; ignored otherwise */
 } fk_acquire_options;
 
 /* fk_acquire_options.wait_ms with no deadline: an election's campaign keeps its queue place. */
@@ -135,14 +146,31 @@ typedef struct fk_acquire_options {
 
 /* Who holds a lock. `owner_label` is NUL-terminated and cut to FK_OWNER_LABEL_MAX bytes (only a
  * holder outside fencekeeper, e.g. a kazoo client, can have a longer one). */
+/* One of a lock's holders (fk_holder_info.holders). */
+typedef struct fk_holder_entry {
+  uint64_t token;
+  int mode;              /* an fk_lock_mode */
+  uint32_t permits;      /* FK_MODE_PERMITS: the N its request asked for */
+  int64_t since_unix_ms;
+  int this_sidecar;
+  char owner_label[FK_OWNER_LABEL_MAX + 1];
+} fk_holder_entry;
+
+#define FK_HOLDERS_LISTED 16
+
+/* token, owner_label, since_unix_ms and this_sidecar are the first (oldest) holder's. */
 typedef struct fk_holder_info {
-  size_t size; /* set to sizeof(fk_holder_info) before the call */
+  size_t size; /* set to sizeof(fk_holder_info) before the call (the size before `holder_count`,
+                  an older caller's, is accepted: it gets the first holder only) */
   int held;
   uint64_t token; /* the holder's fencing token (its node's czxid) */
   char owner_label[FK_OWNER_LABEL_MAX + 1];
   int64_t since_unix_ms; /* grant time if this sidecar holds it, else the node's ctime */
   uint32_t waiters;      /* contenders queued behind the holder, from any client */
   int this_sidecar;      /* held through this sidecar's ZooKeeper session */
+  uint32_t holder_count;   /* every holder: several for a shared lock or a semaphore */
+  uint32_t holders_listed; /* the first ones, in `holders`: at most FK_HOLDERS_LISTED */
+  fk_holder_entry holders[FK_HOLDERS_LISTED];
 } fk_holder_info;
 
 #define FK_STATUS_TEXT_MAX 64

@@ -43,6 +43,8 @@ static_assert(FK_ERR_LIMIT_REACHED == static_cast<int>(ErrorCode::kLimitReached)
 static_assert(FK_ERR_INTERNAL == static_cast<int>(ErrorCode::kInternal));
 static_assert(FK_ERR_PERMISSION_DENIED == static_cast<int>(ErrorCode::kPermissionDenied));
 static_assert(FK_ERR_INVALID_OWNER == static_cast<int>(ErrorCode::kInvalidOwner));
+static_assert(FK_ERR_MODE_CONFLICT == static_cast<int>(ErrorCode::kModeConflict));
+static_assert(FK_MODE_PERMITS == static_cast<int>(fencekeeper::LockMode::kPermits));
 static_assert(FK_ERR_SIDECAR_UNAVAILABLE == static_cast<int>(ErrorCode::kSidecarUnavailable));
 static_assert(FK_ERR_WRONG_THREAD == static_cast<int>(ErrorCode::kWrongThread));
 static_assert(FK_ERR_CANCELLED == static_cast<int>(ErrorCode::kCancelled));
@@ -198,6 +200,12 @@ int fk_acquire_start(fk_client* client, const char* name, const fk_acquire_optio
     cpp.keepAlive = o.keep_alive != 0;
     cpp.renewOnlyIfCheckedIn = o.renew_only_if_checked_in != 0;
     cpp.exitOnLoss = o.exit_on_loss != 0;
+    if (o.mode < FK_MODE_EXCLUSIVE || o.mode > FK_MODE_PERMITS) {
+      return report(err, FK_ERR_INVALID_ARGUMENT,
+                    "fk_acquire_options.mode " + std::to_string(o.mode) + " is not an fk_lock_mode");
+    }
+    cpp.mode = static_cast<fencekeeper::LockMode>(o.mode);
+    cpp.permits = o.permits;
     if (o.on_lost) {
       cpp.onLost = [fn = o.on_lost, userData = o.user_data](uint64_t token, LossReason reason) {
         inLossCallback = true;
@@ -331,6 +339,19 @@ void fillHolderInfo(const fencekeeper::HolderInfo& info, fk_holder_info* out) {
   out->since_unix_ms = info.sinceUnixMs;
   out->waiters = info.waiters;
   out->this_sidecar = info.thisSidecar ? 1 : 0;
+  if (out->size < sizeof(*out)) return;  // an older caller's struct ends before the list
+  out->holder_count = static_cast<uint32_t>(info.holders.size());
+  out->holders_listed = std::min<uint32_t>(out->holder_count, FK_HOLDERS_LISTED);
+  for (uint32_t i = 0; i < out->holders_listed; ++i) {
+    const auto& h = info.holders[i];
+    fk_holder_entry& e = out->holders[i];
+    e.token = h.token;
+    e.mode = static_cast<int>(h.mode);
+    e.permits = h.permits;
+    e.since_unix_ms = h.sinceUnixMs;
+    e.this_sidecar = h.thisSidecar ? 1 : 0;
+    copyText(h.ownerLabel, e.owner_label, sizeof(e.owner_label));
+  }
 }
 }  // namespace
 
@@ -370,7 +391,7 @@ int fk_holder(fk_client* client, const char* name, fk_holder_info* out, fk_error
     if (!client || !name || !out) {
       return report(err, FK_ERR_INVALID_ARGUMENT, "client, name and out must not be NULL");
     }
-    if (out->size < sizeof(*out)) {
+    if (out->size < offsetof(fk_holder_info, holder_count)) {
       return report(err, FK_ERR_INVALID_ARGUMENT, "fk_holder_info: size not set");
     }
     fencekeeper::HolderInfo info;

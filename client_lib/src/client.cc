@@ -191,9 +191,14 @@ struct LeaseState {
 namespace {
 
 HolderInfo readHolderInfo(ipc::HolderInfo::Reader info) {
-  return HolderInfo{info.getHeld(),        info.getToken(),   info.getOwnerLabel(),
-                    info.getSinceUnixMs(), info.getWaiters(), info.getThisSidecar(),
-                    info.getForeign(),     info.getForeignNode()};
+  HolderInfo out{info.getHeld(),        info.getToken(),   info.getOwnerLabel(),
+                 info.getSinceUnixMs(), info.getWaiters(), info.getThisSidecar(),
+                 info.getForeign(),     info.getForeignNode(), {}};
+  for (auto h : info.getHolders()) {
+    out.holders.push_back({h.getToken(), h.getOwnerLabel(), h.getSinceUnixMs(), h.getThisSidecar(),
+                           static_cast<LockMode>(h.getMode()), h.getPermits()});
+  }
+  return out;
 }
 
 // One holder watch of the client, kept on the I/O thread across reconnects.
@@ -607,6 +612,8 @@ kj::Promise<Status> ClientImpl::queueFor(const std::string& name, const AcquireO
                                              : clampNonNegative(deadline - Clock::now());
   request.setWaitMs(static_cast<uint32_t>(std::min<int64_t>(wait.count(), UINT32_MAX)));
   request.setOwnerLabel(options.ownerLabel);
+  request.setMode(static_cast<ipc::LockMode>(options.mode));
+  request.setPermits(options.permits);
   request.setWatcher(kj::heap<WatcherImpl>(state));
   auto sentAt = Clock::now();
   return request.send().then(
@@ -1114,6 +1121,8 @@ const char* errorCodeName(ErrorCode code) {
       return "internal error";
     case ErrorCode::kInvalidOwner:
       return "invalid owner";
+    case ErrorCode::kModeConflict:
+      return "mode conflict";
     case ErrorCode::kPermissionDenied:
       return "permission denied";
     case ErrorCode::kSidecarUnavailable:
@@ -1126,6 +1135,20 @@ const char* errorCodeName(ErrorCode code) {
       return "in progress";
   }
   return "unknown error";
+}
+
+static_assert(static_cast<int>(ipc::LockMode::PERMITS) == static_cast<int>(LockMode::kPermits));
+
+const char* lockModeName(LockMode mode) {
+  switch (mode) {
+    case LockMode::kExclusive:
+      return "exclusive";
+    case LockMode::kShared:
+      return "shared";
+    case LockMode::kPermits:
+      return "permits";
+  }
+  return "?";
 }
 
 const char* lossReasonName(LossReason reason) {

@@ -22,11 +22,12 @@ void readStatus(ipc::Status::Reader s, SidecarStatus* out) {
   for (auto l : s.getLeases()) {
     out->leases.push_back({l.getName(), l.getToken(), l.getOwnerLabel(), l.getClientPid(),
                            l.getValidMs(), l.getClientUid(), l.getConnection(), l.getHeldForMs(),
-                           l.getState()});
+                           l.getState(), static_cast<LockMode>(l.getMode()), l.getPermits()});
   }
   for (auto w : s.getWaiterList()) {
     out->waiterList.push_back({w.getName(), w.getOwnerLabel(), w.getClientPid(), w.getClientUid(),
-                               w.getConnection(), w.getState(), w.getPosition(), w.getWaitedMs()});
+                               w.getConnection(), w.getState(), w.getPosition(), w.getWaitedMs(),
+                               static_cast<LockMode>(w.getMode()), w.getPermits()});
   }
   auto limits = s.getLimits();
   out->limits = {limits.getMaxConnections(),    limits.getMaxLeasesPerPeer(),

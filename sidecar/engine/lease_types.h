@@ -12,6 +12,13 @@ namespace fencekeeper::engine {
 
 using LeaseId = uint64_t;
 
+// How a request shares its lock (ipc::LockMode). Exclusive: alone (kazoo's WriteLock, `__lock__`).
+// Shared: with other shared holders, never with an exclusive one (kazoo's ReadLock, `__rlock__`).
+// Permits: one of at most N holders of a semaphore (`__sem<N>__`, fencekeeper's own).
+enum class LockMode : uint8_t { kExclusive, kShared, kPermits };
+const char* lockModeName(LockMode mode);
+constexpr uint32_t kMaxPermits = 10'000;
+
 // Mirrors ipc::Error one to one (rpc/error_mapping.cc keeps them in step).
 enum class LeaseError {
   kOk,
@@ -27,6 +34,7 @@ enum class LeaseError {
   kInternal,
   kPermissionDenied,
   kInvalidOwner,
+  kModeConflict,  // the lock's queue holds requests of another mode or permit count
 };
 const char* errorName(LeaseError error);
 
@@ -48,6 +56,8 @@ struct AcquireSpec {
   uint64_t connection = 0;
   Millis ttl{0};   // 0: the engine's default
   Millis wait{0};  // 0: try once; kWaitForever: no deadline
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;  // kPermits: N, in [1, kMaxPermits]; 0 otherwise
   // Called on the loop when a granted lease is lost (never after withdraw or release). `told` is
   // to be called once the holder has taken the notice in (or can no longer be told).
   std::function<void(uint64_t token, LossReason, std::function<void()> told)> onLost;
@@ -81,6 +91,18 @@ struct Validity {
 // long as it takes, keeping its place in the queue.
 constexpr Millis kWaitForever{0xFFFFFFFF};
 
+// One of a lock's holders (several: shared holders, or a semaphore's permits).
+struct HolderEntry {
+  uint64_t token = 0;
+  std::string ownerLabel;
+  int64_t sinceUnixMs = 0;
+  bool thisSidecar = false;
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
+};
+
+// `token`, `ownerLabel`, `sinceUnixMs` and `thisSidecar` are the first holder's (the oldest):
+// what a caller that knows only exclusive locks reads; `holders` lists every holder, oldest first.
 struct HolderInfo {
   bool held = false;
   uint64_t token = 0;
@@ -91,6 +113,7 @@ struct HolderInfo {
   // The first queue entry is a persistent node planted in the queue (see ForeignNodes).
   bool foreign = false;
   std::string foreignNode;  // path of the first planted entry known in the queue, if any
+  std::vector<HolderEntry> holders;
 };
 
 // What a holder watch reports: the holder, no holder, or kUnknown while this sidecar cannot vouch
@@ -113,6 +136,8 @@ struct LeaseSummary {
   uint32_t clientUid = 0;
   uint64_t connection = 0;
   Millis heldFor{0};
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
 };
 
 // A request not granted yet.
@@ -125,6 +150,8 @@ struct WaiterSummary {
   bool queued = false;    // its node exists and its queue was listed (false: being created)
   uint32_t position = 0;  // nodes ahead of it at the engine's last look at its queue
   Millis waitedFor{0};
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
 };
 
 struct EngineStatus {

@@ -10,17 +10,15 @@
 
 #include "common/utf8_text.h"
 #include "sidecar/engine/lock_name.h"
+#include "sidecar/engine/lock_engine_request.h"
+#include "sidecar/engine/lock_queue.h"
 
 namespace fencekeeper::engine {
 
 namespace {
-constexpr const char* kLockMarker = "__lock__";
-constexpr int kMaxParentRestarts = 5;
-// How often a waiter looks at its queue again while its predecessor may not be read (its ACL):
-// no watch can be set on a node this session may not read.
+// How often a waiter looks at its queue again while one it waits behind may not be read (its
+// ACL): no watch can be set on a node this session may not read.
 constexpr Millis kUnreadablePoll{1'000};
-
-std::string baseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 // Number formatting for the paths derived on every lock cycle (snprintf was 5% of a cycle's CPU).
 void appendHex(std::string& out, uint64_t value) {
@@ -29,25 +27,6 @@ void appendHex(std::string& out, uint64_t value) {
   out.append(digits, end);
 }
 
-std::string parentPath(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// The detail of a permissionDenied: what ZooKeeper refused, on which node.
-std::string refusedBy(const std::string& operation, const std::string& path) {
-  return "ZooKeeper refused to " + operation + " " + path +
-         ": its ACL does not grant this sidecar's identity (--zk-auth-file; see "
-         "docs/security.md)";
-}
-}  // namespace
-
-enum class LockEngine::State : uint8_t { kCreating, kWaiting, kHeld, kReleased, kLost };
-// kCovered: held, and the lock's children watch (armed after the node was made) stands in for
-// the node's own watch until the children change.
-enum class LockEngine::OwnWatch : uint8_t { kNone, kAsked, kArmed, kCovered };
-
-namespace {
 const char* stateName(int state) {
   static const char* const kNames[] = {"creating", "waiting", "held", "released", "lost"};
   return kNames[state];
@@ -67,73 +46,6 @@ PeerTally::Bucket LockEngine::bucketOf(State state) {
     default:
       return PeerTally::Bucket::kNone;
   }
-}
-
-struct LockEngine::Request {
-  // (Ordered so that no padding is left: the engine keeps one a lease.)
-  LeaseId id;
-  AcquireSpec spec;
-  // Bumped whenever the request starts over (new session): callbacks of an older attempt are stale.
-  uint32_t attempt = 0;
-  State state = State::kCreating;
-  // The watch on our node: asked for when the request must wait (a waiter's own node may be
-  // deleted behind its back too) or at its grant, registered once ZooKeeper answered.
-  OwnWatch ownWatch = OwnWatch::kNone;
-  LossReason lossReason = LossReason::kTtlExpired;
-  bool renewFailureNoted : 1 = false;
-  bool recreateOnConnect : 1 = false;
-  // The listing sent right behind the create has not answered yet.
-  bool listingPipelined : 1 = false;
-  // Our node's sequence number, once known. Its path is derived (nodePath()): a copy a lease cost
-  // a heap string, as did its lock's path.
-  std::optional<int32_t> nodeSeq;
-  // Position in its queue from the engine's last listing (0: next in line), for status; none
-  // between its create and the first listing of its queue.
-  std::optional<uint32_t> position;
-  int64_t czxid = 0;           // of our node: the token
-  int64_t ephemeralOwner = 0;  // of our node: the session that made it
-  TimePoint deadline{};
-  uint64_t ttlTimer = 0;
-  uint64_t waitTimer = 0;
-  int64_t grantedUnixMs = 0;
-  TimePoint queuedAt{};   // acquire() accepted it
-  TimePoint grantedAt{};  // 0 until granted
-  std::string predecessor;  // the node it watches while waiting
-  std::function<void(AcquireOutcome)> done;
-};
-
-template <typename Step, typename Stale>
-auto LockEngine::resume(const Request& r, State state, Step step, Stale stale) {
-  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id, attempt = r.attempt, state,
-          step = std::move(step), stale = std::move(stale)](auto&&... args) mutable {
-    if (!alive.lock()) return;
-    Request* again = find(id, attempt);
-    if (again && again->state == state) {
-      step(*again, std::forward<decltype(args)>(args)...);
-    } else {
-      stale(std::forward<decltype(args)>(args)...);
-    }
-  };
-}
-
-template <typename Step>
-auto LockEngine::resume(const Request& r, State state, Step step) {
-  return resume(r, state, std::move(step), [](auto&&...) {});
-}
-
-template <auto Step>
-auto LockEngine::resumeOwnNode(const Request& r) {
-  // The node is known by its czxid, unique to it (and so to the attempt that made it). The
-  // closure is kept small: a held lease keeps one, in its watch, as long as it is held.
-  return [this, alive = std::weak_ptr<bool>(alive_), id = r.id,
-          czxid = r.czxid](auto&&... args) mutable {
-    if (!alive.lock()) return;
-    Request* again = find(id);
-    if (!again || !again->nodeSeq || again->czxid != czxid) return;
-    if (again->state == State::kWaiting || again->state == State::kHeld) {
-      (this->*Step)(*again, std::forward<decltype(args)>(args)...);
-    }
-  };
 }
 
 void LockEngine::moveTo(Request& r, State next) {
@@ -218,11 +130,10 @@ std::string LockEngine::lockPath(const std::string& name) const {
 std::string LockEngine::nodePrefix(const Request& r) const {
   std::string path;
   // (Room for the sequence too: nodePath() appends it without another allocation.)
-  path.reserve(config_.root.size() + 8 + r.spec.name.size() + guidPrefix_.size() + 16 +
-               std::strlen(kLockMarker) + 11);
+  path.reserve(config_.root.size() + 8 + r.spec.name.size() + guidPrefix_.size() + 16 + 12 + 11);
   path.append(config_.root).append("/locks/").append(r.spec.name).append("/").append(guidPrefix_);
   appendHex(path, r.id);
-  return path.append(kLockMarker);
+  return path.append(queueMarker(r.spec.mode, r.spec.permits));
 }
 
 std::string LockEngine::nodePath(const Request& r) const {
@@ -258,6 +169,12 @@ LeaseId LockEngine::acquire(AcquireSpec spec, std::function<void(AcquireOutcome)
   if (auto problem = lockNameProblem(spec.name)) {
     return refuse(LeaseError::kInvalidName, *problem);
   }
+  if (spec.mode == LockMode::kPermits && (spec.permits == 0 || spec.permits > kMaxPermits)) {
+    return refuse(LeaseError::kInvalidArgument, "permits " + std::to_string(spec.permits) +
+                                                    " outside [1, " + std::to_string(kMaxPermits) +
+                                                    "]");
+  }
+  if (spec.mode != LockMode::kPermits) spec.permits = 0;
   if (spec.ttl.count() == 0) spec.ttl = config_.defaultTtl;
   if (spec.ttl < config_.minTtl || spec.ttl > config_.maxTtl) {
     return refuse(LeaseError::kInvalidArgument, "ttlMs " + std::to_string(spec.ttl.count()) +
@@ -351,185 +268,6 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
                 config_.maxPendingDeletes, "--max-pending-deletes, or restore ZooKeeper");
   }
   return std::nullopt;
-}
-
-void LockEngine::startCreate(Request& r) {
-  moveTo(r, State::kCreating);
-  r.nodeSeq.reset();
-  r.position.reset();
-  r.predecessor.clear();
-  r.ownWatch = OwnWatch::kNone;
-  zk_.create(nodePrefix(r), r.spec.ownerLabel, zk::CreateMode::kEphemeralSequential,
-             resume(
-                 r, State::kCreating,
-                 [this](Request& again, const zk::CreateResult& res) { onCreated(again, res); },
-                 [this](const zk::CreateResult& res) {
-                   // Withdrawn or started over while the create was in flight: the node must not
-                   // survive. (An ambiguous answer needs nothing here: withdraw() looks the guid
-                   // up after it settles.)
-                   if (res.code == zk::Code::kOk) deleteNode(res.path);
-                 }));
-  // Sent behind the create, not after its answer: ZooKeeper runs a session's requests in order
-  // and a read sees the session's earlier writes, so this listing holds the new node and answers
-  // right after the create. The acquire saves a round trip.
-  r.listingPipelined = true;
-  checkQueue(r, true);
-}
-
-void LockEngine::onCreated(Request& r, const zk::CreateResult& res) {
-  switch (res.code) {
-    case zk::Code::kOk:
-      if (auto seq = sequenceAfter(res.path, nodePrefix(r))) {
-        r.nodeSeq = seq;
-      } else {  // not ZooKeeper's naming of a sequential node: nothing could find it again
-        deleteNode(res.path);
-        return fail(r, LeaseError::kInternal, "ZooKeeper named the node " + res.path);
-      }
-      r.czxid = res.stat.czxid;
-      r.ephemeralOwner = res.stat.ephemeralOwner;
-      moveTo(r, State::kWaiting);
-      if (!r.listingPipelined) checkQueue(r);  // found again after an ambiguous create
-      return;
-    case zk::Code::kNoNode:
-      ensureParents(r, 0, 0);
-      return;
-    case zk::Code::kConnectionLoss:
-    case zk::Code::kOperationTimeout:
-      retryLater(r, [this](Request& again) { recoverCreate(again); });
-      return;
-    case zk::Code::kSessionExpired:
-      r.recreateOnConnect = true;  // the session listener starts it over
-      return;
-    case zk::Code::kClosing:
-      fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
-      return;
-    case zk::Code::kNoAuth: {
-      std::string why = refusedBy("create a node in", lockPath(r.spec.name));
-      spdlog::error("lock {}: {}", r.spec.name, why);
-      fail(r, LeaseError::kPermissionDenied, std::move(why));
-      return;
-    }
-    default: {
-      std::string path = lockPath(r.spec.name);
-      spdlog::error("create under {} failed: {}", path, zk::codeName(res.code));
-      fail(r, LeaseError::kZkUnavailable,
-           std::string("ZooKeeper refused the create under ") + path + ": " +
-               zk::codeName(res.code));
-      return;
-    }
-  }
-}
-
-// After an ambiguous create: sync (so we read what the leader has), then look for our guid.
-void LockEngine::recoverCreate(Request& r) {
-  zk_.sync(lockPath(r.spec.name), resume(r, State::kCreating, [this](Request& r, zk::Code code) {
-             if (code == zk::Code::kNoNode) return startCreate(r);  // parent gone: no node either
-             if (code != zk::Code::kOk) return recoverLater(r);
-             findCreatedNode(r);
-           }));
-}
-
-void LockEngine::recoverLater(Request& r) {
-  retryLater(r, [this](Request& again) { recoverCreate(again); });
-}
-
-void LockEngine::findCreatedNode(Request& r) {
-  zk_.getChildren(
-      lockPath(r.spec.name),
-      resume(r, State::kCreating, [this](Request& r, const zk::ChildrenResult& res) {
-        if (res.code == zk::Code::kNoNode) return startCreate(r);
-        if (res.code == zk::Code::kNoAuth) {
-          return fail(r, LeaseError::kPermissionDenied, refusedBy("list", lockPath(r.spec.name)));
-        }
-        if (res.code != zk::Code::kOk) return recoverLater(r);
-        for (auto& child : res.children) {
-          if (child.rfind(guidOf(r.id) + kLockMarker, 0) == 0) {
-            return adoptCreatedNode(r, lockPath(r.spec.name) + "/" + child);
-          }
-        }
-        spdlog::info("lock {}: create was not applied after a lost connection; creating again",
-                     r.spec.name);
-        startCreate(r);
-      }));
-}
-
-void LockEngine::adoptCreatedNode(Request& r, const std::string& path) {
-  zk_.get(path, resume(r, State::kCreating, [this, path](Request& r, const zk::GetResult& got) {
-            if (got.code == zk::Code::kNoNode) return startCreate(r);
-            if (got.code == zk::Code::kNoAuth) {
-              return fail(r, LeaseError::kPermissionDenied, refusedBy("read", path));
-            }
-            if (got.code != zk::Code::kOk) return recoverLater(r);
-            spdlog::info("lock {}: found node {} again after a lost connection", r.spec.name, path);
-            r.listingPipelined = false;  // the lost create's listing, if still due, is not ours
-            onCreated(r, zk::CreateResult{zk::Code::kOk, path, got.stat});
-          }));
-}
-
-// Root, root/locks and each segment of the lock's path, the lock's own node last.
-std::vector<std::string> LockEngine::parentChain(const std::string& lockPath) const {
-  std::vector<std::string> chain{config_.root, config_.root + "/locks"};
-  for (size_t pos = chain.back().size() + 1; pos <= lockPath.size(); ++pos) {
-    if (pos == lockPath.size() || lockPath[pos] == '/') chain.push_back(lockPath.substr(0, pos));
-  }
-  return chain;
-}
-
-// Creates the parent chain, then the request's node again.
-void LockEngine::ensureParents(Request& r, size_t level, int restarts) {
-  std::vector<std::string> chain = parentChain(lockPath(r.spec.name));
-  if (level >= chain.size()) return startCreate(r);
-  bool persistent = level < 2 || config_.persistentParents;
-  zk_.create(
-      chain[level], "", persistent ? zk::CreateMode::kPersistent : zk::CreateMode::kContainer,
-      resume(r, State::kCreating,
-             [this, level, restarts, node = chain[level]](Request& r, const zk::CreateResult& res) {
-               if (res.code == zk::Code::kOk || res.code == zk::Code::kNodeExists) {
-                 return ensureParents(r, level + 1, restarts);
-               }
-               if (res.code == zk::Code::kNoNode && restarts < kMaxParentRestarts) {
-                 return ensureParents(r, 0, restarts + 1);  // a parent was reaped meanwhile
-               }
-               if (zk::isAmbiguous(res.code)) {
-                 return retryLater(r, [this, level, restarts](Request& again) {
-                   ensureParents(again, level, restarts);
-                 });
-               }
-               if (res.code == zk::Code::kSessionExpired) {
-                 r.recreateOnConnect = true;  // the session listener starts it over
-                 return;
-               }
-               if (res.code == zk::Code::kClosing)
-                 return fail(r, LeaseError::kShuttingDown, "the sidecar is shutting down");
-               // Refused under a parent this identity may not write: fine if the node exists.
-               if (res.code == zk::Code::kNoAuth)
-                 return ensureParentExists(r, level, restarts, node);
-               spdlog::error("cannot create lock parent for {}: {}", r.spec.name,
-                             zk::codeName(res.code));
-               fail(r, LeaseError::kZkUnavailable,
-                    "cannot create the lock's parent " + node + ": " + zk::codeName(res.code));
-             }));
-}
-
-void LockEngine::ensureParentExists(Request& r, size_t level, int restarts,
-                                    const std::string& node) {
-  zk_.get(node, resume(r, State::kCreating,
-                       [this, level, restarts, node](Request& r, const zk::GetResult& got) {
-                         if (got.code == zk::Code::kOk)
-                           return ensureParents(r, level + 1, restarts);
-                         if (zk::isAmbiguous(got.code)) {
-                           return retryLater(r, [this, level, restarts](Request& again) {
-                             ensureParents(again, level, restarts);
-                           });
-                         }
-                         if (got.code == zk::Code::kSessionExpired) {
-                           r.recreateOnConnect = true;  // the session listener starts it over
-                           return;
-                         }
-                         std::string detail = refusedBy("create " + node + " in", parentPath(node));
-                         spdlog::error("lock {}: {}", r.spec.name, detail);
-                         fail(r, LeaseError::kPermissionDenied, std::move(detail));
-                       }));
 }
 
 // ---- the queue -------------------------------------------------------------------------------
@@ -639,6 +377,7 @@ std::vector<QueueNode> LockEngine::queueOf(const std::string& path,
     }
     if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
   }
+  sortQueue(queue);
   return queue;
 }
 
@@ -656,64 +395,62 @@ void LockEngine::onQueue(Request& r, zk::Code code, const std::vector<QueueNode>
     return fail(r, LeaseError::kZkUnavailable, "cannot list " + path + ": " + zk::codeName(code));
   }
   const std::string ownPath = nodePath(r);
-  std::string_view mine = std::string_view(ownPath).substr(ownPath.rfind('/') + 1);
-  auto own = std::find_if(queue.begin(), queue.end(), [&](auto& q) { return q.name == mine; });
-  if (own == queue.end()) return ownNodeGone(r);  // deleted by someone, no session expiry
-  const QueueNode* predecessor = nullptr;
-  uint32_t ahead = 0;
-  for (auto& q : queue) {
-    int32_t offset = sequenceOffset(q.sequence, own->sequence);
-    if (offset >= 0) continue;
-    ++ahead;
-    if (!predecessor || offset > sequenceOffset(predecessor->sequence, own->sequence)) {
-      predecessor = &q;
-    }
+  QueueDecision d = decide(queue, std::string_view(ownPath).substr(ownPath.rfind('/') + 1));
+  if (d.kind == QueueDecision::Kind::kMissing) return ownNodeGone(r);  // deleted by someone
+  r.position = d.ahead;
+  if (d.kind == QueueDecision::Kind::kConflict) {
+    spdlog::warn("lock {}: refused: {}", r.spec.name, d.conflict);
+    return fail(r, LeaseError::kModeConflict, "lock " + r.spec.name + ": " + d.conflict);
   }
-  r.position = ahead;
-  if (!predecessor) return grant(r, coverable);
+  if (d.kind == QueueDecision::Kind::kGranted) return grant(r, coverable);
   if (r.spec.wait.count() == 0) {  // try once
     return fail(r, LeaseError::kTimedOut, "held by someone else (waitMs 0: tried once)");
   }
-  // Before the predecessor's (it answers first): a waiter learns of its node's deletion before
-  // any later event, and a hand-over without listing finds the watch armed (nextAfter).
+  // Before the others (it answers first): a waiter learns of its node's deletion before any
+  // later event, and a hand-over without listing finds the watch armed (grantedBy).
   watchOwnNode(r);
-  watchPredecessor(r, path + "/" + predecessor->name);
+  r.waitsBehind.clear();
+  for (auto& name : d.waitsBehind) r.waitsBehind.push_back(path + "/" + name);
+  r.grantedByAnyDeletion = d.grantedByAnyDeletion;
+  for (auto& node : r.waitsBehind) watchAhead(r, node);
 }
 
-// Whether the deletion of `predecessor` makes `r` the lowest in its queue without listing it
-// again: it was the only node ahead at the last listing, and a node made later gets a higher
-// sequence number. Two more conditions: our own node stands (its watch is armed, and would have
-// fired before this deletion was told), and the deleted node is not a lease this sidecar still
-// counts as held (deleted behind its back: its holder must be told of the loss first).
-bool LockEngine::nextAfter(const Request& r, const std::string& predecessor) const {
-  if (r.predecessor != predecessor || r.position != 1u || r.ownWatch != OwnWatch::kArmed) {
+// Whether the deletion of `node` grants `r` without listing its queue again: the policy said so
+// at the last listing (a node made later gets a higher sequence number, so none came ahead). Two
+// more conditions: our own node stands (its watch is armed, and would have fired before this
+// deletion was told), and the deleted node is not a lease this sidecar still counts as held
+// (deleted behind its back: its holder must be told of the loss first).
+bool LockEngine::grantedBy(const Request& r, const std::string& node) const {
+  if (!r.grantedByAnyDeletion || r.ownWatch != OwnWatch::kArmed ||
+      std::find(r.waitsBehind.begin(), r.waitsBehind.end(), node) == r.waitsBehind.end()) {
     return false;
   }
-  return heldAt(predecessor) == nullptr;
+  return heldAt(node) == nullptr;
 }
 
 const LockEngine::Request* LockEngine::heldAt(const std::string& node) const {
   std::string name = baseName(node);
-  auto id = idOfGuid(std::string_view(name).substr(0, name.find(kLockMarker)));
+  size_t marker = markerStart(name);
+  if (marker == std::string::npos) return nullptr;
+  auto id = idOfGuid(std::string_view(name).substr(0, marker));
   const Request* r = id ? find(*id) : nullptr;
   return r && r->state == State::kHeld && nodePath(*r) == node ? r : nullptr;
 }
 
-void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
-  r.predecessor = predecessor;
-  auto onChange = [this, predecessor](Request& r, zk::WatchEvent event) {
-    // A watch of an earlier place in the queue (its node was made again since): the current
-    // predecessor's watch, or the listing in flight, tells what matters now.
-    if (r.predecessor != predecessor) return;
+void LockEngine::watchAhead(Request& r, const std::string& node) {
+  auto onChange = [this, node](Request& r, zk::WatchEvent event) {
+    // A watch from an earlier look at the queue: the current watches, or the listing in flight,
+    // tell what matters now.
+    if (std::find(r.waitsBehind.begin(), r.waitsBehind.end(), node) == r.waitsBehind.end()) return;
     if (event == zk::WatchEvent::kDeleted) {
-      foreign_.gone(predecessor);  // no listing may follow to prune it
-      if (nextAfter(r, predecessor)) return grant(r);
+      foreign_.gone(node);  // no listing may follow to prune it
+      if (grantedBy(r, node)) return grant(r);
     }
     checkQueue(r);
   };
-  zk_.getAndWatch(predecessor,
+  zk_.getAndWatch(node,
                   resume(r, State::kWaiting,
-                         [this, predecessor](Request& r, const zk::GetResult& res) {
+                         [this, node](Request& r, const zk::GetResult& res) {
                            // Gone before we watched: look again.
                            if (res.code == zk::Code::kNoNode) return checkQueue(r);
                            if (zk::isAmbiguous(res.code)) {
@@ -721,10 +458,10 @@ void LockEngine::watchPredecessor(Request& r, const std::string& predecessor) {
                            }
                            // Planted: wait behind it all the same (its watch is armed).
                            if (res.code == zk::Code::kOk && res.stat.ephemeralOwner == 0) {
-                             foreign_.planted(r.spec.name, predecessor);
+                             foreign_.planted(r.spec.name, node);
                            }
                            if (res.code == zk::Code::kNoAuth) {
-                             foreign_.unreadable(r.spec.name, predecessor);
+                             foreign_.unreadable(r.spec.name, node);
                              timer_.schedule(
                                  timer_.now() + kUnreadablePoll,
                                  resume(r, State::kWaiting, [this](Request& r) { checkQueue(r); }));
@@ -820,7 +557,8 @@ void LockEngine::ownNodeGone(Request& r) {
 
 // ---- loss, failure, release --------------------------------------------------------------------
 
-void LockEngine::lose(Request& r, LossReason reason) {
+void LockEngine::lose(Request& r, LossReason reason, std::function<void()> nodeGone) {
+  Millis validFor = validity(r).valid;  // (what the holder was last told it may count on)
   timer_.cancel(r.ttlTimer);
   r.ttlTimer = 0;
   moveTo(r, State::kLost);
@@ -828,10 +566,23 @@ void LockEngine::lose(Request& r, LossReason reason) {
   LeaseEvent lost = eventOf(r, LeaseEventKind::kLost);
   lost.reason = reason;
   observer_.leaseEvent(lost);
-  if (reason != LossReason::kSessionLost && reason != LossReason::kReleasedElsewhere) {
+  std::function<void()> told = [] {};
+  if (reason == LossReason::kSidecarShutdown) {
+    // The node goes (and the next holder may be granted) only once the holder has taken the
+    // notice in, or once the validity it was given has run out: never two valid holders.
+    // (Its timer and the holder's answer may come after the engine is gone.)
+    told = whileAlive([this, removed = std::make_shared<bool>(false), node = nodePath(r),
+                       nodeGone = std::move(nodeGone)] {
+      if (std::exchange(*removed, true)) return;
+      deleteNode(node, [nodeGone](bool) {
+        if (nodeGone) nodeGone();
+      });
+    });
+    timer_.schedule(timer_.now() + validFor, told);
+  } else if (reason != LossReason::kSessionLost && reason != LossReason::kReleasedElsewhere) {
     deleteNode(nodePath(r));
   }
-  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.czxid), reason, [] {});
+  if (r.spec.onLost) r.spec.onLost(static_cast<uint64_t>(r.czxid), reason, told);
 }
 
 void LockEngine::fail(Request& r, LeaseError error, std::string detail) {
@@ -991,28 +742,11 @@ void LockEngine::deleteNode(const std::string& path, DeleteQueue::Done done) {
   deletes_.remove(path, std::move(done));
 }
 
-void LockEngine::deleteOrphansByGuid(const std::string& lockPath, const std::string& guid) {
-  auto again = whileAlive([this, lockPath, guid] { deleteOrphansByGuid(lockPath, guid); });
-  auto retry = [this, again] { timer_.schedule(timer_.now() + config_.retryDelay, again); };
-  zk_.sync(lockPath, whileAlive([this, lockPath, guid, retry](zk::Code code) {
-             if (zk::isAmbiguous(code)) return retry();
-             zk_.getChildren(
-                 lockPath, whileAlive([this, lockPath, guid, retry](const zk::ChildrenResult& res) {
-                   if (zk::isAmbiguous(res.code)) return retry();
-                   for (auto& child : res.children) {
-                     if (child.rfind(guid + kLockMarker, 0) == 0) {
-                       deleteNode(lockPath + "/" + child);
-                     }
-                   }
-                 }));
-           }));
-}
-
 // A node named with this sidecar's prefix that no live request owns is an orphan (for instance
 // from a create whose answer was lost after its request was withdrawn): delete it.
 bool LockEngine::isOwnOrphan(const std::string& child) const {
   if (child.rfind(guidPrefix_, 0) != 0) return false;
-  auto marker = child.find(kLockMarker);
+  auto marker = markerStart(child);
   if (marker == std::string::npos) return false;
   auto id = idOfGuid(child.substr(0, marker));
   return !id || !requests_.count(*id);
@@ -1103,131 +837,7 @@ void LockEngine::onGrantable() {
   }
 }
 
-// ---- queries ---------------------------------------------------------------------------------
-
-void LockEngine::holder(const std::string& name, HolderCallback done, uint32_t uid) {
-  if (auto problem = lockNameProblem(name)) return done(LeaseError::kInvalidName, {}, *problem);
-  std::string path = lockPath(name);
-  auto [query, idle] = holderQueries_.try_emplace(path);
-  if (!idle) {
-    if (query->second.next.empty()) query->second.nextUid = uid;
-    return query->second.next.push_back(std::move(done));
-  }
-  query->second.current.push_back(std::move(done));
-  query->second.uid = uid;
-  queryHolder(path);
-}
-
-// One ZooKeeper round for every caller of holderQueries_[path].current.
-void LockEngine::queryHolder(const std::string& path) {
-  uint32_t uid = holderQueries_.at(path).uid;
-  readHolder(path, uid, nullptr, [this, path](const HolderRead& read) {
-    answerHolder(path, read.error, read.info, read.detail);  // handed over: nobody, just now
-  });
-}
-
-void LockEngine::readHolder(const std::string& path, uint32_t uid,
-                            zk::Client::WatchCallback onChange,
-                            std::function<void(const HolderRead&)> done) {
-  holderReads_.submit(uid, whileAlive([this, path, onChange = std::move(onChange),
-                                       done = std::move(done)](std::function<void()> finished) {
-    sendHolderRead(path, onChange, [finished, done](const HolderRead& read) {
-      finished();
-      done(read);
-    });
-  }));
-}
-
-void LockEngine::sendHolderRead(const std::string& path, zk::Client::WatchCallback onChange,
-                                std::function<void(const HolderRead&)> done) {
-  auto failed = [](LeaseError error, std::string detail) {
-    HolderRead read;
-    read.error = error;
-    read.detail = std::move(detail);
-    return read;
-  };
-  auto unavailable = [](zk::Code code) { return std::string("ZooKeeper: ") + zk::codeName(code); };
-  auto listed = whileAlive([this, path, done, failed, unavailable](const zk::ChildrenResult& res) {
-    HolderRead read;
-    if (res.code == zk::Code::kNoNode) {
-      read.lockMissing = true;
-      return done(read);
-    }
-    if (res.code == zk::Code::kNoAuth) {
-      return done(failed(LeaseError::kPermissionDenied, refusedBy("list", path)));
-    }
-    if (res.code != zk::Code::kOk) {
-      return done(failed(LeaseError::kZkUnavailable, unavailable(res.code)));
-    }
-    read.listed = true;
-    foreign_.prune(path, res.children);
-    std::vector<QueueNode> queue;
-    for (auto& child : res.children) {
-      if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
-    }
-    if (queue.empty()) return done(read);
-    sortQueue(queue);
-    std::string node = path + "/" + queue.front().name;
-    read.info.waiters = static_cast<uint32_t>(queue.size() - 1);
-    read.info.foreignNode = foreign_.firstPlanted(path, queue);
-    zk_.get(node, whileAlive([this, path, node, read, done, failed,
-                              unavailable](const zk::GetResult& got) mutable {
-              if (got.code == zk::Code::kNoNode) {
-                read.info = {};
-                read.handedOver = true;
-                return done(read);
-              }
-              if (got.code == zk::Code::kNoAuth) {
-                return done(failed(LeaseError::kPermissionDenied, refusedBy("read", node)));
-              }
-              if (got.code != zk::Code::kOk) {
-                return done(failed(LeaseError::kZkUnavailable, unavailable(got.code)));
-              }
-              auto& info = read.info;
-              info.held = true;
-              info.token = static_cast<uint64_t>(got.stat.czxid);
-              // Written by whichever client made the node (kazoo, another version): repaired
-              // here, so status, holder and the logs never carry invalid text.
-              info.ownerLabel = repairedLabelText(got.data);
-              info.sinceUnixMs = got.stat.ctimeMs;
-              if (got.stat.ephemeralOwner == 0) {
-                // Planted: it blocks the lock, but nobody holds a lease.
-                foreign_.planted(path.substr(lockPath("").size()), node);
-                info.foreign = true;
-                info.foreignNode = node;
-              }
-              // By the node's session, not the engine's state: the queue head of this session
-              // may not be granted yet (its grant waits on a listing or on vouching), and the
-              // grant changes no node, so no later read would correct a "not this sidecar".
-              info.thisSidecar =
-                  got.stat.ephemeralOwner != 0 && got.stat.ephemeralOwner == zk_.sessionId();
-              if (const Request* r = heldAt(node)) info.sinceUnixMs = r->grantedUnixMs;
-              done(read);
-            }));
-  });
-  if (onChange) {
-    zk_.getChildrenAndWatch(path, std::move(listed), std::move(onChange));
-  } else {
-    zk_.getChildren(path, std::move(listed));
-  }
-}
-
-// Answers the round's callers; those who asked meanwhile get the next round.
-void LockEngine::answerHolder(const std::string& path, LeaseError error, const HolderInfo& info,
-                              const std::string& detail) {
-  auto it = holderQueries_.find(path);
-  auto callers = std::move(it->second.current);
-  if (it->second.next.empty()) {
-    holderQueries_.erase(it);
-  } else {
-    it->second.current = std::move(it->second.next);
-    it->second.next.clear();
-    it->second.uid = it->second.nextUid;
-    queryHolder(path);
-  }
-  // (A caller may ask again from its callback: it joins the next round.)
-  for (auto& done : callers) done(error, info, detail);
-}
+// ---- status and shutdown -------------------------------------------------------------------
 
 EngineStatus LockEngine::status(size_t maxListed) const {
   EngineStatus s = counts();
@@ -1261,12 +871,13 @@ LeaseId LockEngine::listSlice(LeaseId from, size_t maxVisited, size_t cap,
     if (r.state == State::kHeld && !leasesDone) {
       out.leases.push_back({r.spec.name, static_cast<uint64_t>(r.czxid), r.spec.ownerLabel,
                             r.spec.clientPid, validity(r).valid, r.spec.clientUid,
-                            r.spec.connection, since(r.grantedAt)});
+                            r.spec.connection, since(r.grantedAt), r.spec.mode,
+                            r.spec.permits});
     } else if ((r.state == State::kCreating || r.state == State::kWaiting) && !waitersDone) {
       bool queued = r.state == State::kWaiting && r.position.has_value();
       out.waiters.push_back({r.spec.name, r.spec.ownerLabel, r.spec.clientPid, r.spec.clientUid,
                              r.spec.connection, queued, r.position.value_or(0),
-                             since(r.queuedAt)});
+                             since(r.queuedAt), r.spec.mode, r.spec.permits});
     }
   }
   out.truncated = out.leases.size() < out.held || out.waiters.size() < out.waiting;
@@ -1286,24 +897,7 @@ void LockEngine::shutdown(std::function<void()> done) {
     if (!r) continue;
     if (r->state == State::kHeld) {
       ++*pending;
-      Millis validFor = validity(*r).valid;
-      timer_.cancel(r->ttlTimer);
-      r->ttlTimer = 0;
-      moveTo(*r, State::kLost);
-      r->lossReason = LossReason::kSidecarShutdown;
-      LeaseEvent lost = eventOf(*r, LeaseEventKind::kLost);
-      lost.reason = LossReason::kSidecarShutdown;
-      observer_.leaseEvent(lost);
-      // The node goes (and the next holder may be granted) only once the holder has taken the
-      // notice in, or once the validity it was given has run out: never two valid holders.
-      auto removed = std::make_shared<bool>(false);
-      // (Its timer and the holder's answer may come after the engine is gone.)
-      auto removeNode = whileAlive([this, removed, node = nodePath(*r), finish] {
-        if (std::exchange(*removed, true)) return;
-        deleteNode(node, [finish](bool) { finish(); });
-      });
-      timer_.schedule(timer_.now() + validFor, removeNode);
-      if (r->spec.onLost) r->spec.onLost(r->czxid, LossReason::kSidecarShutdown, removeNode);
+      lose(*r, LossReason::kSidecarShutdown, finish);
     } else if (r->state == State::kCreating || r->state == State::kWaiting) {
       if (r->nodeSeq) {
         ++*pending;
@@ -1344,6 +938,20 @@ const char* errorName(LeaseError error) {
       return "permission denied";
     case LeaseError::kInvalidOwner:
       return "invalid owner";
+    case LeaseError::kModeConflict:
+      return "mode conflict";
+  }
+  return "?";
+}
+
+const char* lockModeName(LockMode mode) {
+  switch (mode) {
+    case LockMode::kExclusive:
+      return "exclusive";
+    case LockMode::kShared:
+      return "shared";
+    case LockMode::kPermits:
+      return "permits";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // The lock engine: ZooKeeper's lock recipe (one ephemeral sequential node per lease request,
-// FIFO by sequence, each waiter watching only its predecessor) and the lease lifecycle
+// FIFO by sequence, each waiter watching only the nodes whose deletion can admit it: the queue
+// policy of lock_queue.h, for exclusive, shared and permit leases) and the lease lifecycle
 //   CREATING -> WAITING -> HELD -> (RELEASED | LOST)
 // with fencing tokens (the czxid of the request's own node) and TTL deadlines.
 //
@@ -202,8 +203,9 @@ class LockEngine {
   // The listing's nodes in the queue, once for all its readers; this sidecar's orphans deleted.
   std::vector<QueueNode> queueOf(const std::string& path, const zk::ChildrenResult& result);
   void onQueue(Request& r, zk::Code code, const std::vector<QueueNode>& queue, bool coverable);
-  void watchPredecessor(Request& r, const std::string& predecessor);
-  bool nextAfter(const Request& r, const std::string& predecessor) const;
+  // Watches `node`, one the waiter `r` waits behind.
+  void watchAhead(Request& r, const std::string& node);
+  bool grantedBy(const Request& r, const std::string& node) const;
   // The request of this sidecar holding the node at `path`, found by the guid in its name.
   const Request* heldAt(const std::string& path) const;
   // One read of a lock's holder: its queue, then the lowest entry. `onChange` set: the queue
@@ -216,6 +218,15 @@ class LockEngine {
     bool lockMissing = false;  // the lock's node does not exist
     bool handedOver = false;   // the lowest entry went between the listing and its read
   };
+  // A read's holders, gathered from one get each.
+  struct HolderGather {
+    HolderRead read;
+    std::vector<HolderEntry> entries;  // token 0: its node was gone when read
+    size_t outstanding = 0;
+    HolderRead finish();
+  };
+  void readHolderNode(const std::string& path, const std::string& node, const zk::GetResult& got,
+                      HolderEntry& entry, HolderInfo& info);
   // Through the ReadPacer, for `uid`.
   void readHolder(const std::string& path, uint32_t uid, zk::Client::WatchCallback onChange,
                   std::function<void(const HolderRead&)> done);
@@ -250,7 +261,10 @@ class LockEngine {
   // Loses this engine's leases held on the lock at `path`, not yet watching their own node,
   // whose nodes `children` (listed after their grants) lacks: deleted behind their backs.
   void loseUnwatchedMissingFrom(const std::string& path, const std::vector<std::string>& children);
-  void lose(Request& r, LossReason reason);
+  // Ends a held lease: its holder is told (onLost) and its node deleted, unless gone already
+  // (session lost, deleted elsewhere). At shutdown the node goes only once the holder took the
+  // notice in or its validity ran out; `nodeGone` runs once ZooKeeper answered that delete.
+  void lose(Request& r, LossReason reason, std::function<void()> nodeGone = nullptr);
   void noteRenewFailed(Request& r, LeaseError error);
   LeaseEvent eventOf(const Request& r, LeaseEventKind kind) const;
   void fail(Request& r, LeaseError error, std::string detail = {});

@@ -1,10 +1,15 @@
-// Holder watches: per watched lock one ZooKeeper children watch, whose firing re-reads the queue
-// and tells every local watcher of that lock what changed. A lock with no node is watched for its
-// creation (an exists watch): watching never creates a node, which nobody would delete.
+// Who holds a lock: one-shot queries (one ZooKeeper round per lock at a time, shared by every
+// caller), the reads behind them (the queue, then each holder's node), and holder watches: per
+// watched lock one ZooKeeper children watch, whose firing re-reads the queue and tells every local
+// watcher of that lock what changed. A lock with no node is watched for its creation (an exists
+// watch): watching never creates a node, which nobody would delete.
 #include <spdlog/spdlog.h>
 
+#include "common/utf8_text.h"
 #include "sidecar/engine/lock_engine.h"
+#include "sidecar/engine/lock_engine_request.h"
 #include "sidecar/engine/lock_name.h"
+#include "sidecar/engine/lock_queue.h"
 
 namespace fencekeeper::engine {
 
@@ -14,9 +19,175 @@ constexpr Millis kHolderRetry{1000};
 
 bool alreadyTold(const std::optional<HolderChange>& told, const HolderChange& next) {
   if (!told || told->state != next.state) return false;
-  return next.state != HolderState::kHeld || told->info.token == next.info.token;
+  if (next.state != HolderState::kHeld) return true;
+  // The same holders: a shared lock's or a semaphore's set changes without its first holder.
+  auto tokens = [](const HolderInfo& info) {
+    std::vector<uint64_t> all{info.token};
+    for (auto& h : info.holders) all.push_back(h.token);
+    return all;
+  };
+  return tokens(told->info) == tokens(next.info);
 }
 }  // namespace
+
+void LockEngine::holder(const std::string& name, HolderCallback done, uint32_t uid) {
+  if (auto problem = lockNameProblem(name)) return done(LeaseError::kInvalidName, {}, *problem);
+  std::string path = lockPath(name);
+  auto [query, idle] = holderQueries_.try_emplace(path);
+  if (!idle) {
+    if (query->second.next.empty()) query->second.nextUid = uid;
+    return query->second.next.push_back(std::move(done));
+  }
+  query->second.current.push_back(std::move(done));
+  query->second.uid = uid;
+  queryHolder(path);
+}
+
+// One ZooKeeper round for every caller of holderQueries_[path].current.
+void LockEngine::queryHolder(const std::string& path) {
+  uint32_t uid = holderQueries_.at(path).uid;
+  readHolder(path, uid, nullptr, [this, path](const HolderRead& read) {
+    answerHolder(path, read.error, read.info, read.detail);  // handed over: nobody, just now
+  });
+}
+
+void LockEngine::readHolder(const std::string& path, uint32_t uid,
+                            zk::Client::WatchCallback onChange,
+                            std::function<void(const HolderRead&)> done) {
+  holderReads_.submit(uid, whileAlive([this, path, onChange = std::move(onChange),
+                                       done = std::move(done)](std::function<void()> finished) {
+    sendHolderRead(path, onChange, [finished, done](const HolderRead& read) {
+      finished();
+      done(read);
+    });
+  }));
+}
+
+void LockEngine::sendHolderRead(const std::string& path, zk::Client::WatchCallback onChange,
+                                std::function<void(const HolderRead&)> done) {
+  auto failed = [](LeaseError error, std::string detail) {
+    HolderRead read;
+    read.error = error;
+    read.detail = std::move(detail);
+    return read;
+  };
+  auto unavailable = [](zk::Code code) { return std::string("ZooKeeper: ") + zk::codeName(code); };
+  auto listed = whileAlive([this, path, done, failed, unavailable](const zk::ChildrenResult& res) {
+    HolderRead read;
+    if (res.code == zk::Code::kNoNode) {
+      read.lockMissing = true;
+      return done(read);
+    }
+    if (res.code == zk::Code::kNoAuth) {
+      return done(failed(LeaseError::kPermissionDenied, refusedBy("list", path)));
+    }
+    if (res.code != zk::Code::kOk) {
+      return done(failed(LeaseError::kZkUnavailable, unavailable(res.code)));
+    }
+    read.listed = true;
+    foreign_.prune(path, res.children);
+    std::vector<QueueNode> queue;
+    for (auto& child : res.children) {
+      if (auto q = parseQueueNode(child)) queue.push_back(std::move(*q));
+    }
+    if (queue.empty()) return done(read);
+    sortQueue(queue);
+    std::vector<size_t> holders = holdersOf(queue);
+    read.info.waiters = static_cast<uint32_t>(queue.size() - holders.size());
+    read.info.foreignNode = foreign_.firstPlanted(path, queue);
+    // Every holder's node read at once; the answer goes when the last one is in.
+    auto gathered = std::make_shared<HolderGather>();
+    gathered->read = std::move(read);
+    gathered->entries.resize(holders.size());
+    gathered->outstanding = holders.size();
+    for (size_t i = 0; i < holders.size(); ++i) {
+      const QueueNode& q = queue[holders[i]];
+      std::string node = path + "/" + q.name;
+      gathered->entries[i].mode = q.mode;
+      gathered->entries[i].permits = q.permits;
+      zk_.get(node, whileAlive([this, path, node, i, gathered, done, failed,
+                                unavailable](const zk::GetResult& got) {
+                if (gathered->read.error == LeaseError::kOk) {
+                  if (got.code == zk::Code::kNoNode) {
+                    gathered->entries[i].token = 0;  // left between the listing and this read
+                  } else if (got.code == zk::Code::kNoAuth) {
+                    gathered->read = failed(LeaseError::kPermissionDenied, refusedBy("read", node));
+                  } else if (got.code != zk::Code::kOk) {
+                    gathered->read = failed(LeaseError::kZkUnavailable, unavailable(got.code));
+                  } else {
+                    readHolderNode(path, node, got, gathered->entries[i], gathered->read.info);
+                  }
+                }
+                if (--gathered->outstanding == 0) done(gathered->finish());
+              }));
+    }
+  });
+  if (onChange) {
+    zk_.getChildrenAndWatch(path, std::move(listed), std::move(onChange));
+  } else {
+    zk_.getChildren(path, std::move(listed));
+  }
+}
+
+// Answers the round's callers; those who asked meanwhile get the next round.
+void LockEngine::answerHolder(const std::string& path, LeaseError error, const HolderInfo& info,
+                              const std::string& detail) {
+  auto it = holderQueries_.find(path);
+  auto callers = std::move(it->second.current);
+  if (it->second.next.empty()) {
+    holderQueries_.erase(it);
+  } else {
+    it->second.current = std::move(it->second.next);
+    it->second.next.clear();
+    it->second.uid = it->second.nextUid;
+    queryHolder(path);
+  }
+  // (A caller may ask again from its callback: it joins the next round.)
+  for (auto& done : callers) done(error, info, detail);
+}
+
+void LockEngine::readHolderNode(const std::string& path, const std::string& node,
+                                const zk::GetResult& got, HolderEntry& entry, HolderInfo& info) {
+  entry.token = static_cast<uint64_t>(got.stat.czxid);
+  // Written by whichever client made the node (kazoo, another version): repaired here, so
+  // status, holder and the logs never carry invalid text.
+  entry.ownerLabel = repairedLabelText(got.data);
+  entry.sinceUnixMs = got.stat.ctimeMs;
+  if (got.stat.ephemeralOwner == 0) {
+    // Planted: it blocks the lock, but nobody holds a lease.
+    foreign_.planted(path.substr(lockPath("").size()), node);
+    info.foreign = true;
+    info.foreignNode = node;
+  }
+  // By the node's session, not the engine's state: the queue head of this session may not be
+  // granted yet (its grant waits on a listing or on vouching), and the grant changes no node, so
+  // no later read would correct a "not this sidecar".
+  entry.thisSidecar = got.stat.ephemeralOwner != 0 && got.stat.ephemeralOwner == zk_.sessionId();
+  if (const Request* r = heldAt(node)) entry.sinceUnixMs = r->grantedUnixMs;
+}
+
+LockEngine::HolderRead LockEngine::HolderGather::finish() {
+  if (read.error != LeaseError::kOk) return std::move(read);
+  auto& info = read.info;
+  for (auto& entry : entries) {
+    if (entry.token != 0) info.holders.push_back(std::move(entry));
+  }
+  if (info.holders.empty()) {
+    // Every holder went between the listing and its read: nobody, just now.
+    info = {};
+    read.handedOver = true;
+    return std::move(read);
+  }
+  info.held = true;
+  const HolderEntry& first = info.holders.front();
+  info.token = first.token;
+  info.ownerLabel = first.ownerLabel;
+  info.sinceUnixMs = first.sinceUnixMs;
+  info.thisSidecar = first.thisSidecar;
+  return std::move(read);
+}
+
+// ---- holder watches ------------------------------------------------------------------------------
 
 HolderWatchId LockEngine::watchHolder(const std::string& name, HolderChangeCallback changed,
                                       LeaseError& error, uint32_t uid) {

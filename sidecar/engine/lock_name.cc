@@ -38,8 +38,10 @@ std::optional<std::string> lockNameProblem(std::string_view name) {
     }
     // A segment that looks like a queue node would sit in its parent lock's queue as a contender.
     if (segment.find("__lock__") != std::string_view::npos ||
-        segment.find("__rlock__") != std::string_view::npos) {
-      return "lock name '" + printable(name) + "' has a segment containing __lock__ or __rlock__";
+        segment.find("__rlock__") != std::string_view::npos ||
+        segment.find("__sem") != std::string_view::npos) {
+      return "lock name '" + printable(name) +
+             "' has a segment containing __lock__, __rlock__ or __sem";
     }
     for (char c : segment) {
       bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -55,8 +57,21 @@ std::optional<std::string> lockNameProblem(std::string_view name) {
 }
 
 bool isValidLockName(std::string_view name) { return !lockNameProblem(name); }
-// Matches kazoo's `(__lock__|__rlock__)(-?\d{10})$`.
-std::optional<QueueNode> parseQueueNode(std::string_view child) {
+std::string queueMarker(LockMode mode, uint32_t permits) {
+  switch (mode) {
+    case LockMode::kShared:
+      return "__rlock__";
+    case LockMode::kPermits:
+      return "__sem" + std::to_string(permits) + "__";
+    case LockMode::kExclusive:
+      break;
+  }
+  return "__lock__";
+}
+
+namespace {
+// The name without its sequence suffix (and the suffix's sign), if it has one.
+std::optional<std::string_view> headOf(std::string_view child, int64_t* sequence) {
   constexpr size_t kDigits = 10;
   if (child.size() < kDigits) return std::nullopt;
   std::string_view digits = child.substr(child.size() - kDigits);
@@ -66,12 +81,66 @@ std::optional<QueueNode> parseQueueNode(std::string_view child) {
   std::string_view head = child.substr(0, child.size() - kDigits);
   bool negative = !head.empty() && head.back() == '-';
   if (negative) head.remove_suffix(1);
-  auto endsWith = [&](std::string_view s) {
-    return head.size() >= s.size() && head.substr(head.size() - s.size()) == s;
-  };
-  if (!endsWith("__lock__") && !endsWith("__rlock__")) return std::nullopt;
-  int64_t value = std::stoll(std::string(digits));
-  return QueueNode{std::string(child), negative ? -value : value};
+  if (sequence) {
+    int64_t value = 0;
+    std::from_chars(digits.data(), digits.data() + kDigits, value);
+    *sequence = negative ? -value : value;
+  }
+  return head;
+}
+
+bool endsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// `__sem<N>__` at the end of `head`: N (1..kMaxPermits, no leading zero), or 0.
+uint32_t semaphoreMarkerPermits(std::string_view head, size_t* start) {
+  if (!endsWith(head, "__")) return 0;
+  std::string_view body = head.substr(0, head.size() - 2);
+  size_t digits = 0;
+  while (digits < body.size() && body[body.size() - 1 - digits] >= '0' &&
+         body[body.size() - 1 - digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0 || digits > 5) return 0;
+  std::string_view number = body.substr(body.size() - digits);
+  body.remove_suffix(digits);
+  if (number.front() == '0' || !endsWith(body, "__sem")) return 0;
+  uint32_t permits = 0;
+  std::from_chars(number.data(), number.data() + number.size(), permits);
+  if (permits > kMaxPermits) return 0;
+  if (start) *start = body.size() - 5;
+  return permits;
+}
+}  // namespace
+
+// `__lock__` and `__rlock__` match kazoo's `(__lock__|__rlock__)(-?\d{10})$`.
+std::optional<QueueNode> parseQueueNode(std::string_view child) {
+  int64_t sequence = 0;
+  auto head = headOf(child, &sequence);
+  if (!head) return std::nullopt;
+  QueueNode node{std::string(child), sequence};
+  if (endsWith(*head, "__rlock__")) {
+    node.mode = LockMode::kShared;
+  } else if (endsWith(*head, "__lock__")) {
+    node.mode = LockMode::kExclusive;
+  } else if (uint32_t permits = semaphoreMarkerPermits(*head, nullptr)) {
+    node.mode = LockMode::kPermits;
+    node.permits = permits;
+  } else {
+    return std::nullopt;
+  }
+  return node;
+}
+
+size_t markerStart(std::string_view child) {
+  auto head = headOf(child, nullptr);
+  if (!head) return std::string_view::npos;
+  if (endsWith(*head, "__rlock__")) return head->size() - 9;
+  if (endsWith(*head, "__lock__")) return head->size() - 8;
+  size_t start = 0;
+  if (semaphoreMarkerPermits(*head, &start)) return start;
+  return std::string_view::npos;
 }
 
 int32_t sequenceOffset(int64_t sequence, int64_t reference) {

@@ -31,6 +31,8 @@ ipc::Error toIpc(engine::LeaseError error) {
       return ipc::Error::PERMISSION_DENIED;
     case E::kInvalidOwner:
       return ipc::Error::INVALID_OWNER;
+    case E::kModeConflict:
+      return ipc::Error::MODE_CONFLICT;
   }
   return ipc::Error::INTERNAL;
 }
@@ -50,6 +52,30 @@ ipc::LossReason toIpc(engine::LossReason reason) {
       return ipc::LossReason::RELEASED_ELSEWHERE;
   }
   return ipc::LossReason::SESSION_UNCERTAIN;
+}
+
+ipc::LockMode toIpc(engine::LockMode mode) {
+  switch (mode) {
+    case engine::LockMode::kShared:
+      return ipc::LockMode::SHARED;
+    case engine::LockMode::kPermits:
+      return ipc::LockMode::PERMITS;
+    case engine::LockMode::kExclusive:
+      break;
+  }
+  return ipc::LockMode::EXCLUSIVE;
+}
+
+std::optional<engine::LockMode> fromIpc(ipc::LockMode mode) {
+  switch (mode) {
+    case ipc::LockMode::EXCLUSIVE:
+      return engine::LockMode::kExclusive;
+    case ipc::LockMode::SHARED:
+      return engine::LockMode::kShared;
+    case ipc::LockMode::PERMITS:
+      return engine::LockMode::kPermits;
+  }
+  return std::nullopt;  // a mode of a newer schema
 }
 
 ipc::HolderState toIpc(engine::HolderState state) {

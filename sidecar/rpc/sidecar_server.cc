@@ -129,6 +129,17 @@ void fillHolderInfo(const engine::HolderInfo& h, ipc::HolderInfo::Builder info) 
   info.setThisSidecar(h.thisSidecar);
   info.setForeign(h.foreign);
   info.setForeignNode(h.foreignNode);
+  auto holders = info.initHolders(static_cast<unsigned>(h.holders.size()));
+  for (unsigned i = 0; i < h.holders.size(); ++i) {
+    const auto& e = h.holders[i];
+    auto out = holders[i];
+    out.setToken(e.token);
+    out.setOwnerLabel(e.ownerLabel);
+    out.setSinceUnixMs(e.sinceUnixMs);
+    out.setThisSidecar(e.thisSidecar);
+    out.setMode(toIpc(e.mode));
+    out.setPermits(e.permits);
+  }
 }
 
 // Pushes a holder watch's changes to its client's watcher, one call at a time: what changes while
@@ -261,6 +272,15 @@ class SidecarImpl final : public ipc::Sidecar::Server {
     spec.connection = peer.connection;
     spec.ttl = Millis(params.getTtlMs());
     spec.wait = Millis(params.getWaitMs());
+    auto mode = fromIpc(params.getMode());
+    if (!mode) {
+      return answerRefused(context, {engine::LeaseError::kInvalidArgument,
+                                     "mode " + std::to_string(static_cast<int>(params.getMode())) +
+                                         " is not one this sidecar knows (exclusive, shared, "
+                                         "permits): upgrade the sidecar"});
+    }
+    spec.mode = *mode;
+    spec.permits = params.getPermits();
     if (params.hasWatcher()) {
       auto watcher = std::make_shared<ipc::LeaseWatcher::Client>(params.getWatcher());
       spec.onLost = [watcher](uint64_t token, engine::LossReason reason,

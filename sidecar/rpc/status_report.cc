@@ -1,5 +1,7 @@
 #include "sidecar/rpc/status_report.h"
 
+#include "sidecar/rpc/error_mapping.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -98,6 +100,8 @@ void fillLease(const engine::LeaseSummary& l, ipc::LeaseSummary::Builder out) {
   out.setConnection(l.connection);
   out.setHeldForMs(static_cast<uint64_t>(std::max<int64_t>(0, l.heldFor.count())));
   out.setState("held");
+  out.setMode(toIpc(l.mode));
+  out.setPermits(l.permits);
 }
 
 void fillWaiter(const engine::WaiterSummary& w, ipc::WaiterSummary::Builder out) {
@@ -109,6 +113,8 @@ void fillWaiter(const engine::WaiterSummary& w, ipc::WaiterSummary::Builder out)
   out.setState(w.queued ? "waiting" : "creating");
   out.setPosition(w.position);
   out.setWaitedMs(static_cast<uint64_t>(std::max<int64_t>(0, w.waitedFor.count())));
+  out.setMode(toIpc(w.mode));
+  out.setPermits(w.permits);
 }
 
 void fillStatus(const ServerContext& ctx, ipc::Status::Builder out, size_t listingCap) {

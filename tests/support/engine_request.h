@@ -20,13 +20,17 @@ struct EngineRequest {
 // must outlive the request. A loss notice is taken in at once.
 inline std::unique_ptr<EngineRequest> startRequest(engine::LockEngine& engine,
                                                    const std::string& name, Millis wait,
-                                                   Millis ttl) {
+                                                   Millis ttl,
+                                                   engine::LockMode mode = engine::LockMode::kExclusive,
+                                                   uint32_t permits = 0) {
   auto p = std::make_unique<EngineRequest>();
   engine::AcquireSpec spec;
   spec.name = name;
   spec.ownerLabel = "worker";
   spec.ttl = ttl;
   spec.wait = wait;
+  spec.mode = mode;
+  spec.permits = permits;
   EngineRequest* raw = p.get();
   spec.onLost = [raw](uint64_t, engine::LossReason reason, std::function<void()> told) {
     raw->losses.push_back(reason);

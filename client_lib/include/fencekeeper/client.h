@@ -39,6 +39,7 @@ enum class ErrorCode {
   kInternal = 10,
   kPermissionDenied = 11,
   kInvalidOwner = 12,
+  kModeConflict = 13,  // the lock's queue holds another mode or permit count (detail: both)
   kSidecarUnavailable = 100,  // cannot connect, or the connection dropped
   kWrongThread = 101,         // called from a loss callback, on the client's I/O thread
   kCancelled = 102,           // the acquire was cancelled before a grant reached its caller
@@ -66,6 +67,13 @@ struct Status {
 };
 
 using Millis = std::chrono::milliseconds;
+
+// How a lease shares its lock (the schema's LockMode; docs/clients.md "Shared locks and
+// semaphores"). Exclusive: alone. Shared: with other shared holders only (kazoo's ReadLock).
+// Permits: one of at most AcquireOptions::permits holders (a semaphore).
+enum class LockMode { kExclusive = 0, kShared = 1, kPermits = 2 };
+const char* lockModeName(LockMode mode);
+
 using LossCallback = std::function<void(uint64_t token, LossReason reason)>;
 
 struct AcquireOptions {
@@ -84,11 +92,36 @@ struct AcquireOptions {
   LossCallback onLost;
   // Print a line to stderr and _exit(70) when the lease is lost: for work that must not outlive it.
   bool exitOnLoss = false;
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;  // LockMode::kPermits: N, 1..10000 (AcquireOptions::semaphore sets both)
+  // The options of one of `n` permits.
+  static AcquireOptions semaphore(uint32_t n) {
+    AcquireOptions o;
+    o.mode = LockMode::kPermits;
+    o.permits = n;
+    return o;
+  }
+  static AcquireOptions shared() {
+    AcquireOptions o;
+    o.mode = LockMode::kShared;
+    return o;
+  }
 };
 
 // AcquireOptions::wait with no deadline (an election's campaign); other waits are at most 1 h.
 constexpr Millis kWaitForever{0xFFFFFFFF};
 
+// One of a lock's holders: a shared lock and a semaphore have several.
+struct HolderEntry {
+  uint64_t token = 0;
+  std::string ownerLabel;
+  int64_t sinceUnixMs = 0;
+  bool thisSidecar = false;
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
+};
+
+// token, ownerLabel, sinceUnixMs and thisSidecar: the first (oldest) holder's; `holders`: all.
 struct HolderInfo {
   bool held = false;
   uint64_t token = 0;
@@ -100,6 +133,7 @@ struct HolderInfo {
   // blocks the lock until an operator deletes it. `foreignNode` names the first one known.
   bool foreign = false;
   std::string foreignNode;
+  std::vector<HolderEntry> holders;  // oldest first
 };
 
 struct LeaseSummary {
@@ -112,6 +146,8 @@ struct LeaseSummary {
   uint64_t connection = 0;  // the connection's number in the sidecar's log
   uint64_t heldForMs = 0;   // since the grant
   std::string state;        // "held" (released and lost leases are not listed)
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
 };
 
 // An acquire not granted yet.
@@ -124,6 +160,8 @@ struct WaiterSummary {
   std::string state;      // "creating" (its node is being made) or "waiting" (queued)
   uint32_t position = 0;  // nodes ahead of it in the lock's queue, at the sidecar's last look
   uint64_t waitedMs = 0;  // since the acquire
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
 };
 
 // The sidecar's limits (its flags of the same names; 0: unlimited).

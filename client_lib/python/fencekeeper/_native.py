@@ -40,6 +40,22 @@ class AcquireOptions(ctypes.Structure):
         ("exit_on_loss", ctypes.c_int),
         ("on_lost", LostFn),
         ("user_data", ctypes.c_void_p),
+        ("mode", ctypes.c_int),
+        ("permits", ctypes.c_uint32),
+    ]
+
+
+HOLDERS_LISTED = 16
+
+
+class HolderEntry(ctypes.Structure):
+    _fields_ = [
+        ("token", ctypes.c_uint64),
+        ("mode", ctypes.c_int),
+        ("permits", ctypes.c_uint32),
+        ("since_unix_ms", ctypes.c_int64),
+        ("this_sidecar", ctypes.c_int),
+        ("owner_label", ctypes.c_char * (OWNER_LABEL_MAX + 1)),
     ]
 
 
@@ -52,6 +68,9 @@ class HolderInfo(ctypes.Structure):
         ("since_unix_ms", ctypes.c_int64),
         ("waiters", ctypes.c_uint32),
         ("this_sidecar", ctypes.c_int),
+        ("holder_count", ctypes.c_uint32),
+        ("holders_listed", ctypes.c_uint32),
+        ("holders", HolderEntry * HOLDERS_LISTED),
     ]
 
 

@@ -50,12 +50,18 @@ class AsyncClient:
 
     def lock(self, name: str, ttl: Seconds = 30, wait: Seconds = 0, owner: Optional[str] = None,
              keep_alive: bool = True, renew_only_if_checked_in: bool = False,
-             on_lost: Optional[LostCallback] = None) -> _AsyncLock:
+             on_lost: Optional[LostCallback] = None, shared: bool = False,
+             permits: Optional[int] = None) -> _AsyncLock:
         """``async with client.lock(name, ...) as lease``: acquires on entry (arguments as in
         :meth:`Client.acquire`), releases on exit."""
         return _AsyncLock(self.sync, name, dict(
             ttl=ttl, wait=wait, owner=owner, keep_alive=keep_alive,
-            renew_only_if_checked_in=renew_only_if_checked_in, on_lost=on_lost))
+            renew_only_if_checked_in=renew_only_if_checked_in, on_lost=on_lost, shared=shared,
+            permits=permits))
+
+    def semaphore(self, name: str, permits: int, **kwargs: Any) -> _AsyncLock:
+        """``async with client.semaphore(name, permits=N) as lease``: one of N permits."""
+        return self.lock(name, permits=permits, **kwargs)
 
     async def acquire(self, name: str, **kwargs: Any) -> Lease:
         """:meth:`Client.acquire`, awaited."""

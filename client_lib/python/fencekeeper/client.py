@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import ctypes
 import datetime
+import enum
 import json
 import math
 import os
@@ -68,6 +69,26 @@ def _loss_reason(reason: int) -> LossReason:
         return reason  # type: ignore[return-value]
 
 
+class LockMode(enum.IntEnum):
+    """How a lease shares its lock (the schema's LockMode)."""
+
+    EXCLUSIVE = 0  #: alone (kazoo's Lock and WriteLock)
+    SHARED = 1  #: with other shared holders, never with an exclusive one (kazoo's ReadLock)
+    PERMITS = 2  #: one of at most N holders: a semaphore
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One of a lock's holders: a shared lock and a semaphore have several."""
+
+    token: int
+    owner: str
+    since_unix_ms: int
+    this_sidecar: bool
+    mode: LockMode
+    permits: int  #: ``LockMode.PERMITS``: the N its request asked for; else 0
+
+
 @dataclass(frozen=True)
 class HolderInfo:
     """Who holds a lock, through any sidecar or a kazoo client (see :meth:`Client.holder`)."""
@@ -78,6 +99,9 @@ class HolderInfo:
     since_unix_ms: int  #: grant time if this sidecar holds it, else the node's ctime
     waiters: int  #: contenders queued behind the holder, from any client
     this_sidecar: bool  #: held through this sidecar's ZooKeeper session
+    #: every holder, oldest first (the fields above are the first one's); at most 16 listed
+    holders: Tuple[Holder, ...] = ()
+    holder_count: int = 0  #: every holder, listed or not
 
     @property
     def since(self) -> Optional[datetime.datetime]:
@@ -91,7 +115,25 @@ def _holder_info(info: _native.HolderInfo) -> HolderInfo:
     return HolderInfo(held=bool(info.held), token=int(info.token),
                       owner=info.owner_label.decode("utf-8", "replace"),
                       since_unix_ms=int(info.since_unix_ms), waiters=int(info.waiters),
-                      this_sidecar=bool(info.this_sidecar))
+                      this_sidecar=bool(info.this_sidecar),
+                      holders=tuple(_holder(info.holders[i]) for i in range(info.holders_listed)),
+                      holder_count=int(info.holder_count))
+
+
+def _holder(entry: _native.HolderEntry) -> Holder:
+    return Holder(token=int(entry.token), owner=entry.owner_label.decode("utf-8", "replace"),
+                  since_unix_ms=int(entry.since_unix_ms), this_sidecar=bool(entry.this_sidecar),
+                  mode=LockMode(entry.mode), permits=int(entry.permits))
+
+
+def _mode(shared: bool, permits: Optional[int]) -> Tuple[LockMode, int]:
+    if shared and permits is not None:
+        raise InvalidArgument("a lease is shared or one of N permits, not both")
+    if permits is not None:
+        if isinstance(permits, bool) or not isinstance(permits, int) or not 1 <= permits <= 10000:
+            raise InvalidArgument("permits must be an int in [1, 10000], not %r" % (permits,))
+        return LockMode.PERMITS, permits
+    return (LockMode.SHARED if shared else LockMode.EXCLUSIVE), 0
 
 
 class Lease:
@@ -302,7 +344,8 @@ class Client:
 
     def acquire(self, name: str, ttl: Seconds = 30, wait: Seconds = 0, owner: Optional[str] = None,
                 keep_alive: bool = True, renew_only_if_checked_in: bool = False,
-                on_lost: Optional[LostCallback] = None) -> Lease:
+                on_lost: Optional[LostCallback] = None, shared: bool = False,
+                permits: Optional[int] = None) -> Lease:
         """Queues for the lock ``name`` and blocks until it is granted (also available as
         :meth:`lock`, which reads best in a ``with`` statement).
 
@@ -319,14 +362,20 @@ class Client:
         :param on_lost: ``on_lost(token, reason)``, called once on the client's I/O thread when
             the lease is lost (not when released). Keep it short; calling the client or the
             lease from it raises :class:`~fencekeeper.WrongThread`.
+        :param shared: share the lock with other shared holders (a read lock; kazoo's
+            ``ReadLock`` on the same path shares with it, a ``WriteLock`` excludes it).
+        :param permits: hold one of at most ``permits`` leases on ``name`` (a semaphore; also
+            :meth:`semaphore`). Each permit has its own token, TTL and loss.
         :raises TimedOut: not granted within ``wait`` (``wait=0``: someone holds it).
         :raises InvalidName: the name is malformed.
+        :raises ModeConflict: ``name`` is used in another mode (a semaphore of another N, or a
+            lock where a semaphore is asked for, or the reverse).
 
         An exception while it waits (Ctrl-C's ``KeyboardInterrupt`` lands within 100 ms)
         withdraws the request, and a grant that crossed it is released: nothing stays held.
         """
         with self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
-                         on_lost) as request:
+                         on_lost, _mode(shared, permits)) as request:
             # Short slices, so that a signal (Ctrl-C) is handled within 100 ms: a C call that
             # waits does not return to Python for the handler to run.
             while not request.wait(_WAIT_SLICE_MS):
@@ -336,7 +385,8 @@ class Client:
     async def acquire_async(self, name: str, ttl: Seconds = 30, wait: Seconds = 0,
                             owner: Optional[str] = None, keep_alive: bool = True,
                             renew_only_if_checked_in: bool = False,
-                            on_lost: Optional[LostCallback] = None) -> Lease:
+                            on_lost: Optional[LostCallback] = None, shared: bool = False,
+                            permits: Optional[int] = None) -> Lease:
         """:meth:`acquire` for asyncio: the event loop watches the request instead of a thread
         blocking on it. Cancelling the task (``asyncio.wait_for``, ``task.cancel()``) withdraws
         the request; a grant that crossed the cancel is released, never left held."""
@@ -348,7 +398,7 @@ class Client:
                 done.set_result(None)
 
         with self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
-                         on_lost) as request:
+                         on_lost, _mode(shared, permits)) as request:
             fd = request.fd
             loop.add_reader(fd, ready)
             try:
@@ -361,7 +411,7 @@ class Client:
 
     def _start(self, name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
                keep_alive: bool, renew_only_if_checked_in: bool,
-               on_lost: Optional[LostCallback]) -> _Request:
+               on_lost: Optional[LostCallback], mode: Tuple[LockMode, int]) -> _Request:
         options = _native.AcquireOptions()
         self._lib.fk_acquire_options_init(ctypes.byref(options))
         options.ttl_ms = _millis(ttl, "ttl", allow_zero=False)
@@ -370,6 +420,7 @@ class Client:
         options.owner_label = None if owner is None else _c_text(owner, "owner", InvalidOwner)
         options.keep_alive = 1 if keep_alive else 0
         options.renew_only_if_checked_in = 1 if renew_only_if_checked_in else 0
+        options.mode, options.permits = int(mode[0]), mode[1]
         callback = None
         if on_lost is not None:
             def trampoline(_user_data: Optional[int], token: int, reason: int) -> None:
@@ -385,6 +436,10 @@ class Client:
         return _Request(self, handle, name, callback)
 
     lock = acquire
+
+    def semaphore(self, name: str, permits: int, **kwargs: Any) -> Lease:
+        """One of at most ``permits`` leases on ``name``: :meth:`acquire` with ``permits``."""
+        return self.acquire(name, permits=permits, **kwargs)
 
     def holder(self, name: str) -> HolderInfo:
         """Who holds the lock ``name`` (through any sidecar, or a kazoo client)."""

@@ -21,6 +21,7 @@ class ErrorCode(enum.IntEnum):
     INTERNAL = 10
     PERMISSION_DENIED = 11
     INVALID_OWNER = 12
+    MODE_CONFLICT = 13
     SIDECAR_UNAVAILABLE = 100
     WRONG_THREAD = 101
     CANCELLED = 102
@@ -125,6 +126,14 @@ class InvalidOwner(FencekeeperError, ValueError):
     code = ErrorCode.INVALID_OWNER
 
 
+class ModeConflict(FencekeeperError, ValueError):
+    """The lock's queue holds requests of a mode that never shares it with this one (a
+    semaphore's permits and a lock's nodes, or permits of another N): the message names both.
+    Do not retry it as is."""
+
+    code = ErrorCode.MODE_CONFLICT
+
+
 class SidecarUnavailable(FencekeeperError, ConnectionError):
     """Cannot connect to the sidecar, the connection dropped, or the client is closed."""
 
@@ -147,7 +156,7 @@ _BY_CODE: Dict[int, Type[FencekeeperError]] = {
     cls.code: cls
     for cls in (InvalidName, InvalidArgument, TimedOut, NotHeld, Expired, Lost, ZkUnavailable,
                 ShuttingDown, LimitReached, InternalError, PermissionDenied, InvalidOwner,
-                SidecarUnavailable,
+                ModeConflict, SidecarUnavailable,
                 WrongThread, Cancelled)
 }
 
