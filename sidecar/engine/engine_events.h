@@ -40,6 +40,8 @@ struct LeaseEvent {
   LossReason reason = LossReason::kTtlExpired;
   LeaseError error = LeaseError::kOk;
   std::string_view how;
+  LockMode mode = LockMode::kExclusive;
+  uint32_t permits = 0;
 };
 
 class EngineObserver {

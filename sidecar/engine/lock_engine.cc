@@ -705,6 +705,8 @@ LeaseEvent LockEngine::eventOf(const Request& r, LeaseEventKind kind) const {
   e.connection = r.spec.connection;
   e.ownerLabel = r.spec.ownerLabel;
   e.deadline = r.deadline;
+  e.mode = r.spec.mode;
+  e.permits = r.spec.permits;
   if (r.grantedAt.count() != 0)
     e.held = std::chrono::duration_cast<Millis>(timer_.now() - r.grantedAt);
   return e;

@@ -43,13 +43,22 @@ void EventLog::leaseEvent(const engine::LeaseEvent& e) {
   auto& fields = line.fields;
   switch (e.kind) {
     case LeaseEventKind::kGranted:
+    {
       fields.push_back({"ttl_ms", ms(e.ttl)});
       fields.push_back({"waited_ms", ms(e.waited)});
-      logWithFields(
-          spdlog::level::info, line,
-          fmt::format("grant lock={} token={} client={} owner='{}' ttl={}ms waited={}ms", e.lock,
-                      e.token, clientOf(e), quotable(e.ownerLabel), ms(e.ttl), ms(e.waited)));
+      // Exclusive leases say nothing of their mode: the line every log reader knows.
+      std::string mode;
+      if (e.mode != engine::LockMode::kExclusive) {
+        mode = e.mode == engine::LockMode::kPermits ? "permits/" + std::to_string(e.permits)
+                                                    : engine::lockModeName(e.mode);
+        fields.push_back({"mode", mode});
+      }
+      logWithFields(spdlog::level::info, line,
+                    fmt::format("grant lock={} token={} client={} owner='{}' ttl={}ms waited={}ms{}{}",
+                                e.lock, e.token, clientOf(e), quotable(e.ownerLabel), ms(e.ttl),
+                                ms(e.waited), mode.empty() ? "" : " mode=", mode));
       break;
+    }
     case LeaseEventKind::kRenewFailed:
       fields.push_back({"error", engine::errorName(e.error)});
       fields.push_back({"reason", engine::lossReasonName(e.reason)});

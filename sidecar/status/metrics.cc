@@ -168,7 +168,11 @@ Metrics::Metrics(std::string version, bool lockLabels)
       statusRequests_(BuildCounter()
                           .Name("fencekeeper_status_requests_total")
                           .Help("Status socket requests, by path and HTTP status code")
-                          .Register(*registry_)) {
+                          .Register(*registry_)),
+      grantsByMode_(BuildCounter()
+                        .Name("fencekeeper_grants_by_mode_total")
+                        .Help("Leases granted, by mode (exclusive, shared, permits)")
+                        .Register(*registry_)) {
   // Series that exist from the start, at 0: a rate() or an alert needs no first event.
   if (!lockLabels_) seriesFor({});
   for (auto reason : {engine::LossReason::kTtlExpired, engine::LossReason::kSessionLost,
@@ -177,6 +181,11 @@ Metrics::Metrics(std::string version, bool lockLabels)
     if (!lockLabels_) losses_.Add({{"reason", reasonLabel(reason)}});
   }
   for (auto limit : kRefusalLimits) refused_.Add({{"limit", std::string(limit)}});
+  for (auto mode : {engine::LockMode::kExclusive, engine::LockMode::kShared,
+                    engine::LockMode::kPermits}) {
+    modeGrants_[static_cast<size_t>(mode)] =
+        &grantsByMode_.Add({{"mode", engine::lockModeName(mode)}});
+  }
   BuildGauge()
       .Name("fencekeeper_build_info")
       .Help("Always 1; the version is a label")
@@ -209,6 +218,7 @@ void Metrics::leaseEvent(const engine::LeaseEvent& e) {
     case engine::LeaseEventKind::kGranted:
       series.grants.Increment();
       series.acquireWait.Observe(seconds(e.waited));
+      modeGrants_[static_cast<size_t>(e.mode)]->Increment();
       break;
     case engine::LeaseEventKind::kReleased:
       series.releases.Increment();

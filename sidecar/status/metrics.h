@@ -3,6 +3,8 @@
 // listed in docs/operations.md; k8s/grafana-dashboard.json uses them. Loop thread only.
 #pragma once
 
+#include <array>
+
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -85,6 +87,8 @@ class Metrics final : public engine::EngineObserver {
   prometheus::Family<prometheus::Counter>& refused_;
   prometheus::Counter& acceptFailures_;
   prometheus::Family<prometheus::Counter>& statusRequests_;
+  prometheus::Family<prometheus::Counter>& grantsByMode_;
+  std::array<prometheus::Counter*, 3> modeGrants_{};  // by engine::LockMode: no labels a grant
   uint64_t acceptFailuresSeen_ = 0;
 };
 

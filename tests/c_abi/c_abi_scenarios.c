@@ -357,6 +357,66 @@ static void* wait_for_lock(void* arg) {
   return NULL;
 }
 
+/* Shared locks and semaphores through the C ABI: two shared leases at once, a writer refused
+ * beside them, every holder listed with its mode; a semaphore of 2 whose third request waits, and
+ * another N refused with FK_ERR_MODE_CONFLICT naming both; an older caller's fk_holder_info (the
+ * size before holder_count) still accepted, and an unknown mode refused. */
+int fk_scenario_lock_modes(const char* socket) {
+  fk_error err;
+  fk_client* c = NULL;
+  fk_lease* r1 = NULL;
+  fk_lease* r2 = NULL;
+  fk_lease* w = NULL;
+  fk_lease* s[3] = {NULL, NULL, NULL};
+  fk_acquire_options o;
+  fk_holder_info info;
+  size_t older = offsetof(fk_holder_info, holder_count);
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &c, &err));
+  fk_acquire_options_init(&o);
+  CHECK(o.mode == FK_MODE_EXCLUSIVE && o.permits == 0);
+  o.mode = FK_MODE_SHARED;
+  o.owner_label = "reader-1";
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/modes", &o, &r1, &err));
+  o.owner_label = "reader-2";
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/modes", &o, &r2, &err));
+  o.mode = FK_MODE_EXCLUSIVE;
+  CHECK_CODE(FK_ERR_TIMED_OUT, fk_acquire(c, "c-abi/modes", &o, &w, &err));
+  info.size = sizeof(info);
+  CHECK_CODE(FK_OK, fk_holder(c, "c-abi/modes", &info, &err));
+  CHECK(info.held && info.holder_count == 2 && info.holders_listed == 2);
+  CHECK(info.holders[0].token == fk_lease_token(r1) && info.holders[1].token == fk_lease_token(r2));
+  CHECK(info.holders[0].mode == FK_MODE_SHARED && info.holders[1].this_sidecar);
+  CHECK(strcmp(info.holders[1].owner_label, "reader-2") == 0 && info.token == fk_lease_token(r1));
+  memset(&info, 0, sizeof(info));
+  info.size = older;  /* a caller built before the holders list */
+  CHECK_CODE(FK_OK, fk_holder(c, "c-abi/modes", &info, &err));
+  CHECK(info.held && info.token == fk_lease_token(r1) && info.holder_count == 0);
+  fk_lease_free(r1);
+  fk_lease_free(r2);
+
+  o.mode = FK_MODE_PERMITS;
+  o.permits = 2;
+  o.owner_label = "permit";
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/pool", &o, &s[0], &err));
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/pool", &o, &s[1], &err));
+  CHECK_CODE(FK_ERR_TIMED_OUT, fk_acquire(c, "c-abi/pool", &o, &s[2], &err));
+  o.permits = 3;
+  CHECK_CODE(FK_ERR_MODE_CONFLICT, fk_acquire(c, "c-abi/pool", &o, &s[2], &err));
+  CHECK(strstr(err.message, "3 permits") && strstr(err.message, "2 permits"));
+  info.size = sizeof(info);
+  CHECK_CODE(FK_OK, fk_holder(c, "c-abi/pool", &info, &err));
+  CHECK(info.holder_count == 2 && info.holders[1].mode == FK_MODE_PERMITS &&
+        info.holders[1].permits == 2);
+  o.mode = 7;
+  CHECK_CODE(FK_ERR_INVALID_ARGUMENT, fk_acquire(c, "c-abi/pool", &o, &s[2], &err));
+  CHECK(strstr(err.message, "mode 7"));
+  fk_lease_free(s[0]);
+  fk_lease_free(s[1]);
+  fk_client_close(c);
+  return 0;
+}
+
 int fk_scenario_holder(const char* socket) {
   fk_error err;
   fk_client* c1 = NULL;

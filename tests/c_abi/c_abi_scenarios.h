@@ -16,6 +16,7 @@ int fk_scenario_lost_without_check_in(const char* socket);
 int fk_scenario_check_in_keeps_lease(const char* socket);
 int fk_scenario_keep_alive_toggle(const char* socket);
 int fk_scenario_holder(const char* socket);
+int fk_scenario_lock_modes(const char* socket);
 int fk_scenario_calls_from_threads(const char* socket);
 int fk_scenario_lease_outlives_client(const char* socket);
 /* Holds two leases whose loss callbacks free them (and close the client), then calls

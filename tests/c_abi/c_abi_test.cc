@@ -48,6 +48,10 @@ TEST_F(CAbiTest, KeepAliveTurnsOnAndOff) {
 
 TEST_F(CAbiTest, HolderInfo) { EXPECT_EQ(fk_scenario_holder(socket().c_str()), 0); }
 
+TEST_F(CAbiTest, SharedLocksAndSemaphoresListEveryHolderAndRefuseAnotherN) {
+  EXPECT_EQ(fk_scenario_lock_modes(socket().c_str()), 0);
+}
+
 TEST_F(CAbiTest, HolderWatchTellsEachChangeUntilFreed) {
   EXPECT_EQ(fk_scenario_holder_watch(socket().c_str()), 0);
 }

@@ -10,16 +10,19 @@
 namespace fencekeeper::status {
 namespace {
 
-void grant(Metrics& m, const std::string& lock) {
+void grant(Metrics& m, const std::string& lock,
+           engine::LockMode mode = engine::LockMode::kExclusive) {
   engine::LeaseEvent e;
   e.kind = engine::LeaseEventKind::kGranted;
   e.lock = lock;
+  e.mode = mode;
   m.leaseEvent(e);
 }
 
 // The value of the grants counter's series with these labels, or -1 if there is none.
-double grants(const std::string& text, const std::string& labels) {
-  std::string head = "fencekeeper_grants_total" + labels + " ";
+double grants(const std::string& text, const std::string& labels,
+              const std::string& metric = "fencekeeper_grants_total") {
+  std::string head = metric + labels + " ";
   auto at = text.find("\n" + head);
   if (at == std::string::npos) return -1;
   return std::stod(text.substr(at + 1 + head.size()));
@@ -50,6 +53,18 @@ TEST(MetricsTest, WithoutLockLabelsEveryLockCountsInOneSeries) {
   std::string text = m.render({});
   EXPECT_EQ(grants(text, ""), 2);
   EXPECT_EQ(seriesOf(text, "fencekeeper_grants_total"), 0u);
+}
+
+TEST(MetricsTest, GrantsAreCountedByModeWithEveryModeFromTheStart) {
+  Metrics m("test", /*lockLabels=*/false);
+  grant(m, "a", engine::LockMode::kShared);
+  grant(m, "a", engine::LockMode::kShared);
+  grant(m, "b", engine::LockMode::kPermits);
+  std::string text = m.render({});
+  const std::string metric = "fencekeeper_grants_by_mode_total";
+  EXPECT_EQ(grants(text, "{mode=\"shared\"}", metric), 2);
+  EXPECT_EQ(grants(text, "{mode=\"permits\"}", metric), 1);
+  EXPECT_EQ(grants(text, "{mode=\"exclusive\"}", metric), 0);
 }
 
 }  // namespace

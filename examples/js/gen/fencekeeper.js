@@ -68,7 +68,36 @@ export const Error = {
 * the detail names the byte offset and the rule. Do not retry as is.
 *
 */
-  INVALID_OWNER: 12
+  INVALID_OWNER: 12,
+  /**
+* acquire: the lock's queue holds requests of a mode that never shares it
+* with this one (a semaphore's permits and a lock's nodes, or permits of
+* another N): the detail names both. Do not retry as is.
+*
+*/
+  MODE_CONFLICT: 13
+};
+/**
+* How an acquire shares its lock (docs/protocol.md, "Lock modes").
+*
+*/
+export const LockMode = {
+  /**
+* alone (kazoo's Lock and WriteLock: `__lock__` nodes)
+*
+*/
+  EXCLUSIVE: 0,
+  /**
+* with other shared holders, never with an exclusive one (kazoo's
+* ReadLock: `__rlock__` nodes)
+*
+*/
+  SHARED: 1,
+  /**
+* one of at most `permits` holders of a semaphore (`__sem<N>__` nodes)
+*
+*/
+  PERMITS: 2
 };
 export const LossReason = {
   /**
@@ -450,12 +479,73 @@ export class Lease extends $.Interface {
   };
   toString() { return "Lease_" + super.toString(); }
 }
+/**
+* One holder of a lock: a shared lock and a semaphore have several.
+*
+*/
+export class HolderEntry extends $.Struct {
+  static _capnp = {
+    displayName: "HolderEntry",
+    id: "e77057349b2f5bfa",
+    size: new $.ObjectSize(24, 1),
+  };
+  /**
+* czxid of its node
+*
+*/
+  get token() {
+    return $.utils.getUint64(0, this);
+  }
+  set token(value) {
+    $.utils.setUint64(0, value, this);
+  }
+  get ownerLabel() {
+    return $.utils.getText(0, this);
+  }
+  set ownerLabel(value) {
+    $.utils.setText(0, value, this);
+  }
+  get sinceUnixMs() {
+    return $.utils.getInt64(8, this);
+  }
+  set sinceUnixMs(value) {
+    $.utils.setInt64(8, value, this);
+  }
+  get thisSidecar() {
+    return $.utils.getBit(128, this);
+  }
+  set thisSidecar(value) {
+    $.utils.setBit(128, value, this);
+  }
+  get mode() {
+    return $.utils.getUint16(18, this);
+  }
+  set mode(value) {
+    $.utils.setUint16(18, value, this);
+  }
+  /**
+* mode permits: the N its request asked for
+*
+*/
+  get permits() {
+    return $.utils.getUint32(20, this);
+  }
+  set permits(value) {
+    $.utils.setUint32(20, value, this);
+  }
+  toString() { return "HolderEntry_" + super.toString(); }
+}
+/**
+* token, ownerLabel, sinceUnixMs and thisSidecar are the first (oldest) holder's.
+*
+*/
 export class HolderInfo extends $.Struct {
   static _capnp = {
     displayName: "HolderInfo",
     id: "eec1400bde242deb",
-    size: new $.ObjectSize(24, 2),
+    size: new $.ObjectSize(24, 3),
   };
+  static _Holders;
   get held() {
     return $.utils.getBit(0, this);
   }
@@ -529,6 +619,28 @@ export class HolderInfo extends $.Struct {
   }
   set foreignNode(value) {
     $.utils.setText(1, value, this);
+  }
+  _adoptHolders(value) {
+    $.utils.adopt(value, $.utils.getPointer(2, this));
+  }
+  _disownHolders() {
+    return $.utils.disown(this.holders);
+  }
+  /**
+* every holder, oldest first
+*
+*/
+  get holders() {
+    return $.utils.getList(2, HolderInfo._Holders, this);
+  }
+  _hasHolders() {
+    return !$.utils.isNull($.utils.getPointer(2, this));
+  }
+  _initHolders(length) {
+    return $.utils.initList(2, HolderInfo._Holders, length, this);
+  }
+  set holders(value) {
+    $.utils.copyFrom(value, $.utils.getPointer(2, this));
   }
   toString() { return "HolderInfo_" + super.toString(); }
 }
@@ -733,7 +845,7 @@ export class LeaseSummary extends $.Struct {
   static _capnp = {
     displayName: "LeaseSummary",
     id: "a2a30216336f2a30",
-    size: new $.ObjectSize(40, 3),
+    size: new $.ObjectSize(48, 3),
   };
   get name() {
     return $.utils.getText(0, this);
@@ -801,6 +913,22 @@ export class LeaseSummary extends $.Struct {
   set state(value) {
     $.utils.setText(2, value, this);
   }
+  get mode() {
+    return $.utils.getUint16(20, this);
+  }
+  set mode(value) {
+    $.utils.setUint16(20, value, this);
+  }
+  /**
+* mode permits: N
+*
+*/
+  get permits() {
+    return $.utils.getUint32(40, this);
+  }
+  set permits(value) {
+    $.utils.setUint32(40, value, this);
+  }
   toString() { return "LeaseSummary_" + super.toString(); }
 }
 /**
@@ -811,7 +939,7 @@ export class WaiterSummary extends $.Struct {
   static _capnp = {
     displayName: "WaiterSummary",
     id: "eaad2c21874df520",
-    size: new $.ObjectSize(32, 3),
+    size: new $.ObjectSize(40, 3),
   };
   get name() {
     return $.utils.getText(0, this);
@@ -872,6 +1000,22 @@ export class WaiterSummary extends $.Struct {
   }
   set waitedMs(value) {
     $.utils.setUint64(24, value, this);
+  }
+  get mode() {
+    return $.utils.getUint16(20, this);
+  }
+  set mode(value) {
+    $.utils.setUint16(20, value, this);
+  }
+  /**
+* mode permits: N
+*
+*/
+  get permits() {
+    return $.utils.getUint32(32, this);
+  }
+  set permits(value) {
+    $.utils.setUint32(32, value, this);
   }
   toString() { return "WaiterSummary_" + super.toString(); }
 }
@@ -1517,7 +1661,7 @@ export class Sidecar_Acquire$Params extends $.Struct {
   static _capnp = {
     displayName: "acquire$Params",
     id: "ade022b853aecbb1",
-    size: new $.ObjectSize(8, 3),
+    size: new $.ObjectSize(16, 3),
   };
   get name() {
     return $.utils.getText(0, this);
@@ -1548,6 +1692,18 @@ export class Sidecar_Acquire$Params extends $.Struct {
   }
   set watcher(value) {
     $.utils.setInterfacePointer(this.segment.message.addCap(value.client), $.utils.getPointer(2, this));
+  }
+  get mode() {
+    return $.utils.getUint16(8, this);
+  }
+  set mode(value) {
+    $.utils.setUint16(8, value, this);
+  }
+  get permits() {
+    return $.utils.getUint32(12, this);
+  }
+  set permits(value) {
+    $.utils.setUint32(12, value, this);
   }
   toString() { return "Sidecar_Acquire$Params_" + super.toString(); }
 }
@@ -1898,6 +2054,8 @@ export class Sidecar$Client {
 * tableSlot/tableGeneration: the lease's slot in the shared-memory lease table (leaseTable());
 * tableGeneration 0 when it has none (no table, or the table is full).
 * Cancelling the call (or closing the connection) withdraws the request.
+* mode: exclusive (the default), shared, or permits (one of `permits` holders, 1..10000);
+* `permits` is ignored in the other modes.
 *
 */
   acquire(paramsFunc) {
@@ -1997,6 +2155,7 @@ export class Sidecar extends $.Interface {
   };
   toString() { return "Sidecar_" + super.toString(); }
 }
+HolderInfo._Holders = $.CompositeList(HolderEntry);
 Status._Leases = $.CompositeList(LeaseSummary);
 Status._ConnectionList = $.CompositeList(ConnectionSummary);
 Status._Peers = $.CompositeList(PeerSummary);
