@@ -31,16 +31,24 @@ std::string verdict(bool yes, const std::string& reason) {
 // A label for a table cell: "-" when there is none.
 std::string label(const std::string& text) { return text.empty() ? "-" : printable(text); }
 
+// "exclusive", "shared" or "permits/N".
+std::string modeText(LockMode mode, uint32_t permits) {
+  if (mode == LockMode::kPermits) return "permits/" + std::to_string(permits);
+  return lockModeName(mode);
+}
+
 std::string leaseTable(const SidecarStatus& st) {
   TextTable table({{"LOCK"},
                    {"TOKEN", true},
+                   {"MODE"},
                    {"OWNER"},
                    {"PID/UID"},
                    {"STATE"},
                    {"VALID FOR", true},
                    {"HELD FOR", true}});
   for (const auto& l : st.leases) {
-    table.addRow({printable(l.name), std::to_string(l.token), label(l.ownerLabel),
+    table.addRow({printable(l.name), std::to_string(l.token), modeText(l.mode, l.permits),
+                  label(l.ownerLabel),
                   format("%d/%u", l.clientPid, l.clientUid), printable(l.state),
                   humanDuration(l.validMs), humanDuration(l.heldForMs)});
   }
@@ -49,9 +57,9 @@ std::string leaseTable(const SidecarStatus& st) {
 
 std::string waiterTable(const SidecarStatus& st) {
   TextTable table(
-      {{"LOCK"}, {"OWNER"}, {"PID/UID"}, {"STATE"}, {"POSITION", true}, {"WAITED", true}});
+      {{"LOCK"}, {"MODE"}, {"OWNER"}, {"PID/UID"}, {"STATE"}, {"POSITION", true}, {"WAITED", true}});
   for (const auto& w : st.waiterList) {
-    table.addRow({printable(w.name), label(w.ownerLabel), format("%d/%u", w.clientPid, w.clientUid),
+    table.addRow({printable(w.name), modeText(w.mode, w.permits), label(w.ownerLabel), format("%d/%u", w.clientPid, w.clientUid),
                   printable(w.state), std::to_string(w.position), humanDuration(w.waitedMs)});
   }
   return table.render("  ");

@@ -96,7 +96,10 @@ void checkKnown(ipc::Error error) {
 
 // What the client has seen, against which every answer is checked.
 struct Oracle {
-  std::map<std::string, uint64_t> lastToken;  // per lock name: tokens rise strictly
+  // Per lock name: exclusive grants rise above every token granted before them; shared and
+  // permit grants above the last exclusive one (holders granted together may answer in any order).
+  std::map<std::string, uint64_t> lastToken;
+  std::map<std::string, uint64_t> lastExclusive;
 };
 
 // One acquire's outcome as the client saw it.
@@ -242,6 +245,14 @@ class ScriptClient {
         }
         return;
       }
+      case ExtendedOp::kAcquireMode: {
+        std::string name = in.name();
+        uint32_t ttl = in.u32();
+        uint32_t wait = in.u32();
+        uint8_t mode = in.u8();
+        uint32_t permits = in.u32();
+        return acquire(name, ttl, wait, "", true, mode, permits);
+      }
       case ExtendedOp::kCount:
         break;
     }
@@ -252,8 +263,11 @@ class ScriptClient {
   }
 
   void acquire(const std::string& name, uint32_t ttl, uint32_t wait, const std::string& label,
-               bool watcher) {
+               bool watcher, uint8_t mode = 0, uint32_t permits = 0) {
     auto request = cap_.acquireRequest();
+    request.setMode(static_cast<ipc::LockMode>(mode));
+    request.setPermits(permits);
+    bool exclusive = mode == static_cast<uint8_t>(ipc::LockMode::EXCLUSIVE);
     request.setName(capnp::Text::Reader(name.c_str(), name.size()));
     request.setTtlMs(ttl);
     request.setWaitMs(wait);
@@ -263,7 +277,7 @@ class ScriptClient {
     auto sent = request.send();
     leases_.push_back({sent.getLease(), grant});
     add(sent.then(
-                [oracle = oracle_, grant, name](auto response) {
+                [oracle = oracle_, grant, name, exclusive](auto response) {
                   checkKnown(response.getError());
                   if (response.getError() != ipc::Error::OK) return;
                   FK_FUZZ_CHECK(engine::isValidLockName(name),
@@ -271,9 +285,13 @@ class ScriptClient {
                   FK_FUZZ_CHECK(response.hasLease(), "granted without a lease");
                   uint64_t token = response.getToken();
                   auto& last = oracle->lastToken[name];
-                  FK_FUZZ_CHECK(token > last, printable(name) + ": token " + std::to_string(token) +
-                                                  " after " + std::to_string(last));
-                  last = token;
+                  auto& writer = oracle->lastExclusive[name];
+                  uint64_t above = exclusive ? last : writer;
+                  FK_FUZZ_CHECK(token > above, printable(name) + ": token " +
+                                                   std::to_string(token) + " after " +
+                                                   std::to_string(above));
+                  last = std::max(last, token);
+                  if (exclusive) writer = token;
                   grant->ok = true;
                   grant->token = token;
                 },
@@ -429,6 +447,18 @@ ScriptWriter& ScriptWriter::watchHolder(const std::string& n) {
   u8(kExtended);
   u8(static_cast<uint8_t>(ExtendedOp::kWatchHolder));
   name(n);
+  return *this;
+}
+
+ScriptWriter& ScriptWriter::acquireMode(const std::string& n, uint32_t ttlMs, uint32_t waitMs,
+                                        uint8_t mode, uint32_t permits) {
+  u8(kExtended);
+  u8(static_cast<uint8_t>(ExtendedOp::kAcquireMode));
+  name(n);
+  u32(ttlMs);
+  u32(waitMs);
+  u8(mode);
+  u32(permits);
   return *this;
 }
 

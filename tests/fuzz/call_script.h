@@ -33,6 +33,7 @@ constexpr uint8_t kExtended = 0xfe;
 enum class ExtendedOp : uint8_t {
   kWatchHolder,      // name: watch the lock's holder; the watcher checks what it is told
   kDropHolderWatch,  // watch index: the client drops the watch's capability
+  kAcquireMode,      // as kAcquire, then mode u8 (raw: unknown values too) and permits u32
   kCount,
 };
 
@@ -51,6 +52,8 @@ class ScriptWriter {
   ScriptWriter& advance(uint32_t ms);
   ScriptWriter& watchHolder(const std::string& name);
   ScriptWriter& dropHolderWatch(uint8_t watch);
+  ScriptWriter& acquireMode(const std::string& name, uint32_t ttlMs, uint32_t waitMs,
+                            uint8_t mode, uint32_t permits);
   const std::string& bytes() const { return out_; }
 
  private:

@@ -89,6 +89,28 @@ std::map<std::string, ScriptWriter> callScripts() {
       .cancel(1)
       .advance(60'000)
       .plain(Op::kStatus);
+  // Shared locks and semaphores: readers together, a writer behind them, permits of two Ns,
+  // unknown modes and permits out of bounds, with the ZooKeeper events of the other scripts.
+  s["lock_modes"]
+      .acquireMode("jobs", 30'000, 0, 1, 0)
+      .acquireMode("jobs", 30'000, 0, 1, 0)
+      .acquireMode("jobs", 30'000, 60'000, 0, 0)
+      .acquireMode("jobs", 30'000, 60'000, 1, 0)
+      .leaseOp(Op::kRelease, 0)
+      .leaseOp(Op::kRelease, 1)
+      .named(Op::kHolder, "jobs")
+      .acquireMode("a", 30'000, 0, 2, 2)
+      .acquireMode("a", 30'000, 0, 2, 2)
+      .acquireMode("a", 30'000, 60'000, 2, 2)
+      .acquireMode("a", 30'000, 0, 2, 3)
+      .acquireMode("a", 30'000, 0, 0, 0)
+      .named(Op::kRemoveHolderNode, "a")
+      .acquireMode("a", 30'000, 0, 2, 0)
+      .acquireMode("a", 30'000, 0, 2, 100'000)
+      .acquireMode("a", 30'000, 0, 9, 1)
+      .plain(Op::kStatus)
+      .plain(Op::kExpireSession)
+      .advance(5'000);
   s["drop_and_retake"]
       .acquire("a/b/c", 30'000, 0, "", false)
       .leaseOp(Op::kDropLease, 0)

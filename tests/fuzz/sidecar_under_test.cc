@@ -101,11 +101,26 @@ void SidecarUnderTest::expireSession() {
 }
 
 void SidecarUnderTest::checkHeldLeases() {
+  // Holders of one lock together: shared ones, or at most N permits of one N; never an
+  // exclusive one with any other.
   auto leases = engine_.status().leases;
   for (size_t i = 0; i < leases.size(); ++i) {
-    FK_FUZZ_CHECK(engine::isValidLockName(leases[i].name), "held a lock on an invalid name");
+    const auto& a = leases[i];
+    FK_FUZZ_CHECK(engine::isValidLockName(a.name), "held a lock on an invalid name");
+    uint32_t together = 1;
     for (size_t j = i + 1; j < leases.size(); ++j) {
-      FK_FUZZ_CHECK(leases[i].name != leases[j].name, "two holders of " + leases[i].name);
+      const auto& b = leases[j];
+      if (a.name != b.name) continue;
+      ++together;
+      FK_FUZZ_CHECK(a.mode != engine::LockMode::kExclusive && a.mode == b.mode &&
+                        a.permits == b.permits,
+                    std::string("two holders of ") + a.name + ": " + engine::lockModeName(a.mode) +
+                        " and " + engine::lockModeName(b.mode));
+    }
+    if (a.mode == engine::LockMode::kPermits) {
+      FK_FUZZ_CHECK(together <= a.permits, a.name + ": " + std::to_string(together) +
+                                               " holders of " + std::to_string(a.permits) +
+                                               " permits");
     }
   }
 }

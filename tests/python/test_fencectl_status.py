@@ -117,12 +117,12 @@ class FencectlStatusTest(FencectlCase):
         self.assertIn(st["instanceId"], text)
 
         header, row = table_after(text, "leases:")
-        self.assertEqual(cells(header), ["LOCK", "TOKEN", "OWNER", "PID/UID", "STATE",
+        self.assertEqual(cells(header), ["LOCK", "TOKEN", "MODE", "OWNER", "PID/UID", "STATE",
                                          "VALID FOR", "HELD FOR"])
         got = cells(row)
-        self.assertEqual(got[:5], ["st/table", str(info["token"]), "job-42",
+        self.assertEqual(got[:6], ["st/table", str(info["token"]), "exclusive", "job-42",
                                    "%d/%d" % (lease["clientPid"], lease["clientUid"]), "held"])
-        for duration in got[5:]:
+        for duration in got[6:]:
             self.assertRegex(duration, r"^(\d+ms|\d+\.\ds|\d+m\d\ds)$")
         # Text columns start where their header does; numbers end where theirs ends.
         self.assertEqual(header.index("OWNER"), row.index("job-42"))
@@ -130,14 +130,14 @@ class FencectlStatusTest(FencectlCase):
         self.assertEqual(header.index("TOKEN") + len("TOKEN"), row.index(token) + len(token))
 
         header, row = table_after(text, "waiters:")
-        self.assertEqual(cells(header), ["LOCK", "OWNER", "PID/UID", "STATE", "POSITION",
-                                         "WAITED"])
+        self.assertEqual(cells(header), ["LOCK", "MODE", "OWNER", "PID/UID", "STATE",
+                                         "POSITION", "WAITED"])
         got = cells(row)
-        self.assertEqual(got[:5], ["st/table", "second",
+        self.assertEqual(got[:6], ["st/table", "exclusive", "second",
                                    "%d/%d" % (queued["clientPid"], queued["clientUid"]),
                                    "waiting", "1"])
         self.assertEqual(header.index("STATE"), row.index("waiting"))
-        self.assertRegex(got[5], r"^(\d+ms|\d+\.\ds)$")
+        self.assertRegex(got[6], r"^(\d+ms|\d+\.\ds)$")
         self.end(holder)
         self.assertEqual(waiter.wait(10), 0, waiter.log())  # granted next, ran `true`
 

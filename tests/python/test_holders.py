@@ -11,13 +11,12 @@ import subprocess
 import threading
 import time
 import unittest
-import warnings
 
-from kazoo.client import KazooClient
 from kazoo.recipe.election import Election as KazooElection
 
 import fencekeeper
 import fk_harness
+from kazoo_case import KazooClusterTestCase
 
 LOCKS = "/fencekeeper/locks"
 EXIT_LEASE_LOST = 76
@@ -105,19 +104,9 @@ class HolderWatchTest(fk_harness.ClusterTestCase):
             next_change(watch, fencekeeper.HolderState.FREE)
 
 
-class ElectionInteropTest(fk_harness.ClusterTestCase):
-    SIDECAR_ARGS = ("--persistent-parents", "--session-timeout", "4s")
-
-    @classmethod
-    def setUpClass(cls):
-        warnings.filterwarnings("ignore", r"isSet\(\) is deprecated", DeprecationWarning)
-        super().setUpClass()
-
+class ElectionInteropTest(KazooClusterTestCase):
     def setUp(self):
-        self.kazoo = KazooClient(hosts=self.cluster.connect, timeout=5)
-        self.kazoo.start(timeout=15)
-        self.addCleanup(self.kazoo.close)
-        self.addCleanup(self.kazoo.stop)
+        super().setUp()
         self.client = fencekeeper.Client(self.socket)
         self.addCleanup(self.client.close)
 

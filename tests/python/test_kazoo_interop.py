@@ -21,16 +21,12 @@ import unicodedata
 import unittest
 import warnings
 
-try:
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import LockTimeout, NoAuthError
-    from kazoo.security import make_acl
-except ImportError as e:  # pragma: no cover - depends on the interpreter
-    # Fail, do not skip: the interop coverage must not vanish silently.
-    raise ImportError("test_kazoo_interop: kazoo is not importable from %s; run it with "
-                      "/usr/bin/python3 (Debian's python3-kazoo): %s" % (sys.executable, e)) from e
-
 import fk_harness
+from kazoo_case import KazooClusterTestCase
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import make_acl
 
 ROOT = "/fencekeeper"
 LOCKS = ROOT + "/locks"
@@ -46,30 +42,14 @@ def _sequence(child):
     return int(m.group(1)) if m else None
 
 
-class KazooInteropTest(fk_harness.ClusterTestCase):
-    # kazoo caches that a lock parent exists: the sidecar must not create CONTAINER parents.
-    SIDECAR_ARGS = ("--persistent-parents", "--session-timeout", "4s")
-
-    @classmethod
-    def setUpClass(cls):
-        # kazoo 2.8 calls Event.isSet(); unittest's runner would print that on every wait.
-        warnings.filterwarnings("ignore", r"isSet\(\) is deprecated", DeprecationWarning)
-        super().setUpClass()
-
+class KazooInteropTest(KazooClusterTestCase):
     # ---- per-test fixture and helpers ----------------------------------------------------------
 
     def setUp(self):
-        self.client = KazooClient(hosts=self.cluster.connect, timeout=5)
-        self.client.start(timeout=15)
-        self.addCleanup(self._close_client)
+        super().setUp()
+        self.client = self.kazoo
         self.procs = []
         self.addCleanup(self._stop_procs)
-
-    def _close_client(self):
-        try:
-            self.client.stop()
-        finally:
-            self.client.close()
 
     def _stop_procs(self):
         for proc, out in self.procs:
@@ -139,13 +119,6 @@ class KazooInteropTest(fk_harness.ClusterTestCase):
 
     def czxid(self, name, child):
         return self.client.get(LOCKS + "/" + name + "/" + child)[1].czxid
-
-    def try_kazoo(self, lock, timeout):
-        """kazoo 2.8 raises LockTimeout where newer versions may return False."""
-        try:
-            return lock.acquire(timeout=timeout)
-        except LockTimeout:
-            return False
 
     # ---- tests ---------------------------------------------------------------------------------
 

@@ -7,59 +7,27 @@ kazoo's ReadLock and WriteLock on the same queue, against a real ZooKeeper and s
 """
 import asyncio
 import json
-import subprocess
-import sys
 import threading
 import time
 import unittest
-import warnings
-
-try:
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import LockTimeout
-except ImportError as e:  # pragma: no cover - depends on the interpreter
-    raise ImportError("test_lock_modes: kazoo is not importable from %s; run it with "
-                      "/usr/bin/python3 (Debian's python3-kazoo): %s" % (sys.executable, e)) from e
 
 import fencekeeper
 import fk_harness
+from kazoo_case import KazooClusterTestCase
 
 LOCKS = "/fencekeeper/locks"
 EXIT_USAGE = 64
 EXIT_NOT_ACQUIRED = 75
 
 
-class LockModesTest(fk_harness.ClusterTestCase):
-    SIDECAR_ARGS = ("--persistent-parents", "--session-timeout", "4s")
-
-    @classmethod
-    def setUpClass(cls):
-        warnings.filterwarnings("ignore", r"isSet\(\) is deprecated", DeprecationWarning)
-        super().setUpClass()
-
+class LockModesTest(KazooClusterTestCase):
     def setUp(self):
-        self.kazoo = KazooClient(hosts=self.cluster.connect, timeout=5)
-        self.kazoo.start(timeout=15)
-        self.addCleanup(self._stop_kazoo)
+        super().setUp()
         self.client = fencekeeper.Client(self.socket)
         self.addCleanup(self.client.close)
 
-    def _stop_kazoo(self):
-        try:
-            self.kazoo.stop()
-        finally:
-            self.kazoo.close()
-
     def kazoo_lock(self, kind, name, identifier):
         return getattr(self.kazoo, kind)(LOCKS + "/" + name, identifier=identifier)
-
-    @staticmethod
-    def try_kazoo(lock, timeout):
-        """kazoo 2.8 raises LockTimeout where newer versions may return False."""
-        try:
-            return lock.acquire(timeout=timeout)
-        except LockTimeout:
-            return False
 
     def czxid(self, name, node):
         return self.kazoo.get(LOCKS + "/" + name + "/" + node)[1].czxid

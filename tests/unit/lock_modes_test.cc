@@ -199,5 +199,38 @@ TEST_F(LockModesTest, APermitsTtlRunsOutAloneAndAdmitsTheNext) {
   release(b, *p3);
 }
 
+// A holder watch of a shared lock is told each change of the set of holders, not only of the
+// first one: a reader joining and one leaving are both news.
+TEST_F(LockModesTest, AHolderWatchIsToldEveryChangeOfASharedLocksHolders) {
+  std::vector<HolderChange> told;
+  LeaseError error;
+  auto watch = a.watchHolder("m", [&](const HolderChange& c) { told.push_back(c); }, error);
+  ASSERT_EQ(error, LeaseError::kOk);
+  auto turn = [&] {
+    for (int i = 0; i < 3; ++i) {
+      timer.advance(Millis(0));
+      settle();
+    }
+  };
+  turn();
+  auto r1 = acquire(a, LockMode::kShared);
+  turn();
+  ASSERT_FALSE(told.empty());
+  EXPECT_EQ(told.back().info.holders.size(), 1u);
+  auto r2 = acquire(b, LockMode::kShared);
+  turn();
+  ASSERT_EQ(told.back().state, HolderState::kHeld);
+  ASSERT_EQ(told.back().info.holders.size(), 2u);
+  EXPECT_EQ(told.back().info.holders[1].token, r2->outcome->token);
+  release(a, *r1);
+  turn();
+  ASSERT_EQ(told.back().info.holders.size(), 1u);
+  EXPECT_EQ(told.back().info.token, r2->outcome->token);
+  release(b, *r2);
+  turn();
+  EXPECT_EQ(told.back().state, HolderState::kFree);
+  a.unwatchHolder(watch);
+}
+
 }  // namespace
 }  // namespace fencekeeper::engine
