@@ -47,6 +47,13 @@ enum LossReason {
 interface LeaseWatcher {
   # Implemented by the client; the sidecar calls it when a lease is lost. Loss is final.
   lost @0 (token :UInt64, reason :LossReason);
+  atRisk @1 (token :UInt64, leftMs :UInt32);
+  # Jeopardy: the lease still stands, but the sidecar's ZooKeeper connection is down (or its
+  # heartbeats are overdue) while the session is still vouched for: unless that comes back, the
+  # lease is lost within leftMs. Checkpoint now. A client of an older schema does not implement
+  # it: the sidecar ignores the error.
+  safeAgain @2 (token :UInt64);
+  # The connection came back in time: the lease holds as before.
 }
 
 interface Lease {

@@ -16,7 +16,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # removes a -mt-dev one (they conflict on the headers).
 build_pkgs=(libzookeeper-st-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
             cmake make g++ pkg-config
-            prometheus-cpp-dev)  # the status socket's /metrics
+            prometheus-cpp-dev   # the status socket's /metrics
+            default-jdk-headless libjna-java)  # client_lib/java: fencekeeper.jar
 demo_pkgs=(zookeeper  # `fencekeeper --dev` runs its jars (and brings the Java runtime)
            python3)   # examples/fenced_store/fence_client.py
 test_pkgs=(libzookeeper-mt2 libgtest-dev libgmock-dev libbenchmark-dev python3-kazoo python3-venv
@@ -24,7 +25,9 @@ test_pkgs=(libzookeeper-mt2 libgtest-dev libgmock-dev libbenchmark-dev python3-k
            python3-pip python3-setuptools python3-wheel procps spin
            clang libclang-rt-14-dev  # clang and libFuzzer: scripts/fuzz.sh
            python3-yaml              # tests/k8s
-           iptables)                 # tests/chaos: the network cuts
+           iptables                  # tests/chaos: the network cuts
+           golang-go                 # client_lib/go and its tests
+           junit5)                   # client_lib/java's tests
 # The container test (tests/e2e/pods.sh): podman with runc (crun fails on some hosts) and its
 # pause process (catatonit), debootstrap for the base images, the adapter's YAML; and kubectl.
 e2e_pkgs=(podman runc catatonit debootstrap uidmap iptables python3-yaml)

@@ -108,7 +108,7 @@ else
   # build-only setup level leaves the packages to the install beside it.
   build_shipped() {
     FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON -DFK_DEBUG_LEVEL=1" \
-      fencekeeper fencectl fencekeeper_c fencekeeper_cxx reconcile-worker fenced-store \
+      fencekeeper fencectl fencekeeper_c fencekeeper_cxx fencekeeper_jar reconcile-worker fenced-store \
       fk_memory_bound_test fk-zk-harness
   }
   stage "plain build of what ships (build/)" build_shipped

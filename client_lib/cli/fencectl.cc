@@ -8,7 +8,9 @@
 //   fencectl [--socket PATH] [--expect-uid UID] valid NAME TOKEN
 //   fencectl [--socket PATH] health [--ready] [--status-socket PATH] [--timeout DUR]
 //   fencectl [--socket PATH] get TARGET [--status-socket PATH] [--timeout DUR]
+#include <cctype>
 #include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -29,9 +31,27 @@
 namespace fencekeeper {
 namespace {
 
+// A signal by name (USR1, SIGUSR1, usr1) or number; 0 when it is none.
+int signalNumber(const std::string& text) {
+  int number = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (ec == std::errc() && end == text.data() + text.size()) {
+    return number > 0 && number < NSIG ? number : 0;
+  }
+  std::string name = text;
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev && name == abbrev) return sig;
+  }
+  return 0;
+}
+
 constexpr const char* kUsage = R"(usage:
   fencectl [--socket PATH] lock NAME [--ttl DUR] [--wait DUR] [--owner LABEL] [--grace DUR]
-                [--shared | --permits N] [--no-pid-namespace] -- CMD [ARG...]
+                [--shared | --permits N] [--at-risk-signal SIG] [--no-pid-namespace]
+                -- CMD [ARG...]
       Acquires NAME, runs CMD in its own process group with FENCE_TOKEN, FENCE_LOCK and
       FENCE_TTL_MS in its environment, renews the lease while CMD runs, releases it after.
       CMD starts only on a lease just confirmed valid; a grant lost before that is dropped
@@ -54,6 +74,10 @@ constexpr const char* kUsage = R"(usage:
       same path shares it, its WriteLock excludes it); --permits N holds one of N permits
       (a semaphore): each permit its own lease and token. A queue of another mode or N
       refuses with exit 64 and a message naming both.
+      While the lease stands but the sidecar cannot reach ZooKeeper (jeopardy: lost within
+      the time it says unless ZooKeeper comes back), fencectl says so on stderr, and with
+      --at-risk-signal SIG (a name, USR1 or SIGUSR1, or a number) sends SIG to CMD's group:
+      the time to checkpoint. It says so again if the lease is safe again.
       Defaults: --ttl 30s, --wait 0 (try once), --grace a third of the validity granted
       (the TTL, or less when the sidecar's ZooKeeper session bounds it).
   fencectl [--socket PATH] elect NAME --owner LABEL [--ttl DUR] [--grace DUR] [--rerun] -- CMD [ARG...]
@@ -311,6 +335,10 @@ int run(int argc, char** argv) {
       if (args.mode == LockMode::kShared) return usage(kSharedOrPermits);
       args.mode = LockMode::kPermits;
       args.permits = static_cast<uint32_t>(n);
+    } else if (a == "--at-risk-signal" && !elect) {
+      auto v = next("--at-risk-signal");
+      args.atRiskSignal = v ? signalNumber(*v) : 0;
+      if (args.atRiskSignal <= 0) return usage("--at-risk-signal needs a signal: USR1, SIGUSR1, 10");
     } else if (a == "--no-pid-namespace") {
       args.pidNamespace = false;
     } else if (a == "--grace") {

@@ -140,8 +140,10 @@ struct CommandEnd {
 // `grace` without a renew, SIGKILL to all of it once the lease is lost or its validity gone;
 // signals forwarded, and SIGKILL `grace` after a SIGTERM or SIGINT that CMD ignores. `tty` >= 0:
 // the terminal whose foreground CMD's group holds.
+// `riskFd`: the jeopardy pipe (a byte 1 at risk, 0 safe again), -1 without --at-risk-signal.
 CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace,
-                        const std::string& name, int tty, int sigFd, int lossFd) {
+                        const std::string& name, int tty, int sigFd, int lossFd, int riskFd,
+                        int atRiskSignal) {
   const pid_t group = supervisor.commandPid(), root = supervisor.pid();
   CommandEnd end;
   bool termSent = false, killSent = false;
@@ -174,8 +176,17 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
     }
     int64_t timeout = std::min<int64_t>(50, std::max<int64_t>(1, valid.count()));
     if (killAt && !killSent) timeout = std::min<int64_t>(timeout, until(*killAt).count() + 1);
-    pollfd fds[3] = {{sigFd, POLLIN, 0}, {lossFd, POLLIN, 0}, {supervisor.fd(), POLLIN, 0}};
-    poll(fds, 3, static_cast<int>(timeout));
+    pollfd fds[4] = {{sigFd, POLLIN, 0},
+                     {lossFd, POLLIN, 0},
+                     {supervisor.fd(), POLLIN, 0},
+                     {riskFd, POLLIN, 0}};
+    poll(fds, riskFd >= 0 ? 4 : 3, static_cast<int>(timeout));
+    if (riskFd >= 0 && (fds[3].revents & POLLIN)) {
+      char risky;
+      while (read(riskFd, &risky, 1) == 1) {
+        if (risky && !killSent) signalGroup(group, atRiskSignal);
+      }
+    }
     if (fds[1].revents & POLLIN) {
       char buf[16];
       while (read(lossFd, buf, sizeof buf) > 0) {
@@ -246,6 +257,30 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
     ssize_t n = write(fd, &c, 1);
     (void)n;
   };
+  int riskPipe[2] = {-1, -1};
+  if (args.atRiskSignal != 0 && pipe2(riskPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::perror("fencectl");
+    return kExitUnavailable;
+  }
+  UniqueFd riskRead(riskPipe[0]), riskWrite(riskPipe[1]);
+  // Jeopardy: said on stderr in any case; forwarded to CMD as the signal it asked for.
+  options.onRisk = [fd = riskWrite.get(), name = args.name](uint64_t token, bool atRisk,
+                                                            Millis left) {
+    if (atRisk) {
+      std::fprintf(stderr,
+                   "fencectl: lease on %s (token %llu) at risk: the sidecar cannot reach "
+                   "ZooKeeper; lost in %lld ms unless it comes back\n",
+                   name.c_str(), static_cast<unsigned long long>(token),
+                   static_cast<long long>(left.count()));
+    } else {
+      std::fprintf(stderr, "fencectl: lease on %s (token %llu) safe again\n", name.c_str(),
+                   static_cast<unsigned long long>(token));
+    }
+    if (fd < 0) return;
+    char c = atRisk ? 1 : 0;
+    ssize_t n = write(fd, &c, 1);
+    (void)n;
+  };
   // CMD never starts on a lease with no validity left: queue again, within the wait left.
   auto deadline = Clock::now() + args.wait;
   Status s;
@@ -305,7 +340,8 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
                             e == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
   CommandEnd end =
-      watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd.get(), lossRead.get());
+      watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd.get(), lossRead.get(),
+                   riskRead.get(), args.atRiskSignal);
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.
   // (Not after the supervisor died: fencectl killed its tree then, and reaped its pid, which may

@@ -18,6 +18,8 @@ struct LockArgs {
   // --shared, --permits N: the lease's mode (exclusive by default).
   LockMode mode = LockMode::kExclusive;
   uint32_t permits = 0;
+  // --at-risk-signal SIG: sent to CMD's group when the lease gets at risk (jeopardy); 0: none.
+  int atRiskSignal = 0;
   std::optional<Millis> grace;
   // false (--no-pid-namespace): the supervisor and CMD stay in fencectl's PID namespace.
   bool pidNamespace = true;

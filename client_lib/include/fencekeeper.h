@@ -113,6 +113,12 @@ typedef struct fk_request fk_request;
  * or freed it). `reason` is an fk_loss_reason. */
 typedef void (*fk_lost_fn)(void* user_data, uint64_t token, int reason);
 
+/* Jeopardy, called on the client's I/O thread: at_risk 1 when the sidecar's ZooKeeper connection
+ * is down (or its heartbeats are overdue) while its session is still vouched for, left_ms being
+ * how long: the lease is lost then unless the connection comes back (checkpoint now); at_risk 0
+ * (left_ms 0) when it came back in time. */
+typedef void (*fk_risk_fn)(void* user_data, uint64_t token, int at_risk, uint32_t left_ms);
+
 /* How a lease shares its lock (fk_acquire_options.mode). */
 typedef enum fk_lock_mode {
   FK_MODE_EXCLUSIVE = 0, /* alone (kazoo's Lock and WriteLock) */
@@ -137,6 +143,7 @@ typedef struct fk_acquire_options {
   void* user_data;              /* passed to on_lost */
   int mode;                     /* an fk_lock_mode; default FK_MODE_EXCLUSIVE */
   uint32_t permits;             /* FK_MODE_PERMITS: N, 1..10000; ignored otherwise */
+  fk_risk_fn on_risk;           /* default NULL; gets user_data too */
 } fk_acquire_options;
 
 /* fk_acquire_options.wait_ms with no deadline: an election's campaign keeps its queue place. */
@@ -307,6 +314,19 @@ FK_EXPORT int fk_lease_table_shows_valid(fk_client* client, const char* name, ui
 
 /* 1 once the lease was lost (the loss callback has been or is being called), else 0. */
 FK_EXPORT int fk_lease_lost(const fk_lease* lease);
+
+/* Loss as an event: a file descriptor that becomes readable (POLLIN) the moment the lease is
+ * lost, and stays so (never when released), for poll(2), epoll, select or another runtime's
+ * poller, beside the work's own descriptors. It lives as long as the lease handle: never read or
+ * close it. -1 for NULL, or if the system refused an eventfd (EMFILE). */
+FK_EXPORT int fk_lease_loss_fd(const fk_lease* lease);
+
+/* 1 between the sidecar's "at risk" push and its "safe again" (see fk_risk_fn), else 0. */
+FK_EXPORT int fk_lease_at_risk(const fk_lease* lease);
+
+/* As fk_lease_loss_fd(), for the client's connection: readable while fk_client_connected() says
+ * 0 after a drop (every lease it carried is lost), until the client has reconnected. */
+FK_EXPORT int fk_client_loss_fd(fk_client* client);
 
 /* Asks the sidecar: the token and how long the lease stays valid (either pointer may be NULL). */
 FK_EXPORT int fk_lease_check(fk_lease* lease, uint64_t* token, int64_t* valid_ms, fk_error* err);

@@ -213,6 +213,15 @@ int fk_acquire_start(fk_client* client, const char* name, const fk_acquire_optio
         inLossCallback = false;
       };
     }
+    if (o.on_risk) {
+      // (Same thread and rules as the loss callback: the client must not be called from it.)
+      cpp.onRisk = [fn = o.on_risk, userData = o.user_data](uint64_t token, bool atRisk,
+                                                             Millis left) {
+        inLossCallback = true;
+        fn(userData, token, atRisk ? 1 : 0, static_cast<uint32_t>(left.count()));
+        inLossCallback = false;
+      };
+    }
     *out = new fk_request{client->client->acquireAsync(name, cpp)};
     return report(err, FK_OK);
   });
@@ -287,6 +296,14 @@ int fk_lease_table_shows_valid(fk_client* client, const char* name, uint64_t tok
 }
 
 int fk_lease_lost(const fk_lease* lease) { return lease && lease->lease->lost() ? 1 : 0; }
+
+int fk_lease_loss_fd(const fk_lease* lease) { return lease ? lease->lease->lossFd() : -1; }
+
+int fk_lease_at_risk(const fk_lease* lease) { return lease && lease->lease->atRisk() ? 1 : 0; }
+
+int fk_client_loss_fd(fk_client* client) {
+  return client ? client->client->connectionLossFd() : -1;
+}
 
 int fk_lease_check(fk_lease* lease, uint64_t* token, int64_t* valid_ms, fk_error* err) {
   return guarded(err, [&] {

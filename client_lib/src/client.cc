@@ -26,6 +26,7 @@
 #include "client_lib/src/call_answer.h"
 #include "client_lib/src/client_internal.h"
 #include "client_lib/src/lease_table_reader.h"
+#include "client_lib/src/pollable_flag.h"
 #include "client_lib/src/server_check.h"
 #include "client_lib/src/status_reader.h"
 #include "common/kj_loop.h"
@@ -111,6 +112,7 @@ struct LeaseState {
   AcquireOptions options;
   std::atomic<uint64_t> token{0};
   std::atomic<bool> checkedIn{true};
+  std::atomic<bool> atRisk{false};  // jeopardy: between the sidecar's atRisk and safeAgain
   // Set once lost or released: validFor()'s lock-free answer.
   std::atomic<bool> ended{false};
   // Set once the I/O thread has erased it (its release was answered): its drop needs no hop.
@@ -128,6 +130,9 @@ struct LeaseState {
   bool released = false;
   bool delivered = false;  // acquire returned it to its caller
   LossReason lossReason = LossReason::kTtlExpired;
+  // Loss as cancellation: both fire on a loss of a delivered lease, before its callback.
+  std::stop_source stop;
+  internal::PollableFlag lossFlag;
 
   // Marks the lease lost once and tells the application. Runs on the I/O thread.
   void markLost(LossReason reason) {
@@ -141,6 +146,8 @@ struct LeaseState {
       // Not delivered yet, it was never the caller's: acquire drops it and queues again.
       if (!delivered) return;
     }
+    lossFlag.set();
+    stop.request_stop();
     if (options.exitOnLoss) {
       std::fprintf(stderr, "fencekeeper: lease on '%s' (token %llu) lost: %s; exiting\n",
                    name.c_str(), static_cast<unsigned long long>(token.load()),
@@ -149,6 +156,15 @@ struct LeaseState {
       _exit(70);
     }
     if (options.onLost) options.onLost(token.load(), reason);
+  }
+  // Jeopardy, as the sidecar pushes it (I/O thread): the flag, then the application's callback.
+  void markRisk(bool risky, Millis left) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (lost || released) return;
+    }
+    atRisk = risky;
+    if (options.onRisk) options.onRisk(token.load(), risky, left);
   }
   // Its owner let go of it (release, Lease destroyed, client closed): no loss callback follows.
   void markReleased() {
@@ -244,6 +260,14 @@ class WatcherImpl final : public ipc::LeaseWatcher::Server {
     if (auto s = state_.lock()) s->markLost(fromIpc(context.getParams().getReason()));
     return kj::READY_NOW;
   }
+  kj::Promise<void> atRisk(AtRiskContext context) override {
+    if (auto s = state_.lock()) s->markRisk(true, Millis(context.getParams().getLeftMs()));
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> safeAgain(SafeAgainContext) override {
+    if (auto s = state_.lock()) s->markRisk(false, Millis(0));
+    return kj::READY_NOW;
+  }
 
  private:
   std::weak_ptr<LeaseState> state_;
@@ -283,6 +307,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   }
 
   bool connected() const { return connected_.load(); }
+  int connectionLossFd() { return disconnected_.fd(); }
   int connectionFd() const { return connectionFd_.load(); }
   bool onIoThread() const { return std::this_thread::get_id() == ioThread_; }
 
@@ -390,6 +415,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::thread thread_;
   std::thread::id ioThread_;
   std::atomic<bool> connected_{false};
+  internal::PollableFlag disconnected_;  // set from a drop until the reconnect
   std::atomic<int> connectionFd_{-1};     // set while the connection is open
   std::mutex loopMutex_;                  // guards loop_ (set and reset on the I/O thread)
   std::unique_ptr<KjLoopExecutor> loop_;  // set while the I/O loop runs
@@ -476,6 +502,7 @@ kj::Promise<Status> ClientImpl::connect() {
             // delivered in order).
             tableOpened_ = openLeaseTable(internal::peerUid(connectionFd_)).fork();
             connected_ = true;
+            disconnected_.clear();
             return Status{};
           },
           [this](kj::Exception&& e) {
@@ -512,6 +539,7 @@ kj::Promise<void> ClientImpl::reconnect(Millis delay) {
 
 void ClientImpl::onDisconnected() {
   connected_ = false;
+  disconnected_.set();
   {
     std::lock_guard<std::mutex> lock(offlineMutex_);
     offlineReason_ = "the sidecar closed the connection; reconnecting";
@@ -967,6 +995,12 @@ Millis Lease::validFor() const {
   return clampNonNegative(state_->validUntil - Clock::now());
 }
 
+std::stop_token Lease::stopToken() const { return state_->stop.get_token(); }
+
+bool Lease::atRisk() const { return state_->atRisk.load() && !lost(); }
+
+int Lease::lossFd() const { return state_->lossFlag.fd(); }
+
 bool Lease::lost() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->lost;
@@ -1088,6 +1122,8 @@ Status Client::statusJson(std::string* out) {
   return impl_->status([out](ipc::Status::Reader s) { *out = internal::statusJson(s); });
 }
 bool Client::connected() const { return impl_->connected(); }
+
+int Client::connectionLossFd() { return impl_->connectionLossFd(); }
 int internal::connectionFd(const Client& client) { return client.impl_->connectionFd(); }
 
 std::string defaultSocketPath() {

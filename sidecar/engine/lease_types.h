@@ -61,6 +61,10 @@ struct AcquireSpec {
   // Called on the loop when a granted lease is lost (never after withdraw or release). `told` is
   // to be called once the holder has taken the notice in (or can no longer be told).
   std::function<void(uint64_t token, LossReason, std::function<void()> told)> onLost;
+  // Called on the loop while a granted lease is held, when it gets at risk (the ZooKeeper
+  // connection is down, or a heartbeat is overdue, while the session is still vouched for:
+  // `left` is how long) and when it is safe again (Jeopardy). May be empty.
+  std::function<void(uint64_t token, bool atRisk, Millis left)> onRisk;
 };
 
 struct AcquireOutcome {

@@ -80,13 +80,22 @@ LockEngine::LockEngine(zk::Client& zk, Timer& timer, EngineConfig config, Engine
       config_(std::move(config)),
       guidPrefix_("fk" + config_.instanceId + "-"),
       deletes_(zk_, timer_, config_.retryDelay, config_.maxPendingDeletes),
+      // The risk floor: steady heartbeats leave about T/2 right before each answer; 3T/8 is
+      // half a heartbeat's spacing later (an answer overdue by Q/2).
+      jeopardy_(
+          timer_,
+          [this] { return Millis(3 * zk_.negotiatedTimeoutMs() / 8) - config_.safetyMargin; },
+          [this](bool atRisk, Millis left) { onJeopardy(atRisk, left); }),
       holderReads_(timer_, config_.maxHolderReadsInFlight, config_.holderReadsPerPeerPerSecond) {
   guard_ = std::make_unique<SessionGuard>(
       zk_, timer_, config_.safetyMargin, config_.minGrantVouch, [this] { onUnsafe(); },
       [this] { onGrantable(); });
   guard_->setHeartbeatListener(
       [this](std::chrono::microseconds roundTrip) { observer_.heartbeatAnswered(roundTrip); });
-  guard_->setVouchListener([this](TimePoint safeUntil) { observer_.vouchedUntil(safeUntil); });
+  guard_->setVouchListener([this](TimePoint safeUntil) {
+    observer_.vouchedUntil(safeUntil);
+    jeopardy_.onVouched(safeUntil);
+  });
   zk_.setSessionListener(whileAlive([this](zk::SessionState s) { onSessionState(s); }));
 }
 
@@ -275,7 +284,14 @@ std::optional<std::string> LockEngine::overLimit(const AcquireSpec& spec) const 
 void LockEngine::checkQueue(Request& r, bool pipelined) {
   std::string path = lockPath(r.spec.name);
   auto [listing, idle] = queueListings_.try_emplace(path);
-  (idle ? listing->second.current : listing->second.next).push_back({r.id, r.attempt, pipelined});
+  auto& readers = idle ? listing->second.current : listing->second.next;
+  // Asked again before the next listing went out (a permit waiter's N watches can each ask):
+  // that listing answers once for all.
+  bool queued = std::any_of(readers.begin(), readers.end(), [&](const auto& reader) {
+    return reader.id == r.id && reader.attempt == r.attempt && !reader.pipelined;
+  });
+  if (!pipelined && queued) return;
+  readers.push_back({r.id, r.attempt, pipelined});
   if (idle) sendQueueListing(path);
 }
 
@@ -503,8 +519,14 @@ void LockEngine::grant(Request& r, bool covered) {
   }
   if (r.ownWatch != OwnWatch::kArmed) unwatchedHolders_.emplace(r.spec.name, r.id);
   auto done = std::move(r.done);
+  LeaseId id = r.id;
   done(
       AcquireOutcome{LeaseError::kOk, r.id, static_cast<uint64_t>(r.czxid), validity(r).valid, {}});
+  // Granted in jeopardy (a grant needs only the floor of vouching): told at once.
+  Request* held = jeopardy_.atRisk() ? find(id) : nullptr;
+  if (held && held->state == State::kHeld && held->spec.onRisk) {
+    held->spec.onRisk(static_cast<uint64_t>(held->czxid), true, jeopardy_.left());
+  }
 }
 
 // One timer per lease: renewals only move the deadline (renewing often must not pile up timers),
@@ -773,6 +795,7 @@ void LockEngine::onSessionState(zk::SessionState state) {
     ~ForwardAfter() { guard.onSessionState(state); }
   } forward{*guard_, state};
   deletes_.onSessionState(state);
+  jeopardy_.onConnection(state == zk::SessionState::kConnected);
   if (state == zk::SessionState::kExpired) {
     for (auto& [path, w] : holderWatches_) {
       w.armed = false;  // its watches are gone with the session, silently
@@ -825,6 +848,29 @@ void LockEngine::onUnsafe() {
   for (auto& [id, r] : requests_) {
     // Its node may live on: lose() deletes it, retrying until the connection is back.
     if (r.state == State::kHeld) lose(r, LossReason::kSessionUncertain);
+  }
+}
+
+void LockEngine::onJeopardy(bool atRisk, Millis left) {
+  size_t held = tally_.total().held;
+  if (held == 0) return;  // (nobody to tell, nothing worth a line: the session's own lines say it)
+  if (atRisk) {
+    spdlog::warn("{} lease(s) at risk: ZooKeeper session 0x{:x} {}, vouched for {} ms more", held,
+                 zk_.sessionId(),
+                 zk_.sessionState() == zk::SessionState::kConnected ? "not answering"
+                                                                     : "disconnected",
+                 left.count());
+  } else {
+    spdlog::info("{} lease(s) safe again: ZooKeeper session 0x{:x} vouched for {} ms", held,
+                 zk_.sessionId(), left.count());
+  }
+  std::vector<LeaseId> ids;
+  for (auto& [id, r] : requests_) {
+    if (r.state == State::kHeld && r.spec.onRisk) ids.push_back(id);
+  }
+  for (LeaseId id : ids) {  // (a holder's callback may withdraw any request)
+    Request* r = find(id);
+    if (r && r->state == State::kHeld) r->spec.onRisk(static_cast<uint64_t>(r->czxid), atRisk, left);
   }
 }
 

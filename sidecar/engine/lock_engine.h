@@ -21,6 +21,7 @@
 #include "sidecar/engine/delete_queue.h"
 #include "sidecar/engine/engine_events.h"
 #include "sidecar/engine/foreign_nodes.h"
+#include "sidecar/engine/jeopardy.h"
 #include "sidecar/engine/lease_types.h"
 #include "sidecar/engine/peer_tally.h"
 #include "sidecar/engine/read_pacer.h"
@@ -284,6 +285,8 @@ class LockEngine {
   void onSessionState(zk::SessionState state);
   void onUnsafe();
   void onGrantable();
+  // Tells every held lease it is at risk, or safe again (Jeopardy).
+  void onJeopardy(bool atRisk, Millis left);
   void verifyHeldNodes();
 
   Validity validity(const Request& r) const;
@@ -303,6 +306,7 @@ class LockEngine {
   uint64_t grantsTotal_ = 0;
   std::unique_ptr<SessionGuard> guard_;
   DeleteQueue deletes_;
+  Jeopardy jeopardy_;
   // Lowest in their queue, not granted while the session is vouched for less than the floor.
   std::vector<LeaseId> awaitingSafety_;
   // Per lock path: the callers of the holder() round out now, and those of the next one.

@@ -30,6 +30,8 @@ struct LockEngine::Request {
   bool recreateOnConnect : 1 = false;
   // The listing sent right behind the create has not answered yet.
   bool listingPipelined : 1 = false;
+  // The deletion of any node in waitsBehind grants it (QueueDecision::grantedByAnyDeletion).
+  bool grantedByAnyDeletion : 1 = false;
   // Our node's sequence number, once known. Its path is derived (nodePath()): a copy a lease cost
   // a heap string, as did its lock's path.
   std::optional<int32_t> nodeSeq;
@@ -44,10 +46,8 @@ struct LockEngine::Request {
   int64_t grantedUnixMs = 0;
   TimePoint queuedAt{};   // acquire() accepted it
   TimePoint grantedAt{};  // 0 until granted
-  // The nodes it waits behind (QueueDecision::waitsBehind), as paths, and whether the deletion
-  // of any of them grants it.
+  // The nodes it waits behind (QueueDecision::waitsBehind), as paths.
   std::vector<std::string> waitsBehind;
-  bool grantedByAnyDeletion = false;
   std::function<void(AcquireOutcome)> done;
 };
 

@@ -293,6 +293,19 @@ class SidecarImpl final : public ipc::Sidecar::Server {
             .then([told](auto&&) { told(); }, [told](kj::Exception&&) { told(); })
             .detach([](kj::Exception&&) {});
       };
+      // (A watcher of an older schema answers unimplemented: nothing to do about it.)
+      spec.onRisk = [watcher](uint64_t token, bool atRisk, Millis left) {
+        if (atRisk) {
+          auto request = watcher->atRiskRequest();
+          request.setToken(token);
+          request.setLeftMs(clampMs(left));
+          request.send().detach([](kj::Exception&&) {});
+        } else {
+          auto request = watcher->safeAgainRequest();
+          request.setToken(token);
+          request.send().detach([](kj::Exception&&) {});
+        }
+      };
     }
     auto granted = bridge<engine::AcquireOutcome>();
     auto pending = kj::heap<PendingAcquire>(ctx_.engine);

@@ -3,6 +3,7 @@
 
 #include "tests/c_abi/c_abi_scenarios.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -413,6 +414,131 @@ int fk_scenario_lock_modes(const char* socket) {
   CHECK(strstr(err.message, "mode 7"));
   fk_lease_free(s[0]);
   fk_lease_free(s[1]);
+  fk_client_close(c);
+  return 0;
+}
+
+static int readable(int fd, int timeout_ms) {
+  struct pollfd p;
+  p.fd = fd;
+  p.events = POLLIN;
+  p.revents = 0;
+  return poll(&p, 1, timeout_ms) == 1 && (p.revents & POLLIN);
+}
+
+/* Loss as an event: the lease's loss fd turns readable when its node is deleted behind its back
+ * (and stays so), not before, and a released lease's never does; the client's loss fd turns
+ * readable when the connection drops, and clears once the client has reconnected. */
+int fk_scenario_loss_fds(const char* socket, void (*delete_node)(void* ctx, const char* name),
+                         void (*kill_sidecar)(void* ctx), void (*restart_sidecar)(void* ctx),
+                         void* ctx) {
+  fk_error err;
+  fk_client* c = NULL;
+  fk_lease* lease = NULL;
+  fk_lease* released = NULL;
+  fk_acquire_options o;
+  int fd, client_fd;
+
+  CHECK_CODE(FK_OK, fk_connect(socket, &c, &err));
+  CHECK(fk_lease_loss_fd(NULL) == -1);
+  fk_acquire_options_init(&o);
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/released", &o, &released, &err));
+  fd = fk_lease_loss_fd(released);
+  CHECK(fd >= 0);
+  CHECK_CODE(FK_OK, fk_lease_release(released, &err));
+  CHECK(!readable(fd, 200));
+
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/loss-fd", &o, &lease, &err));
+  fd = fk_lease_loss_fd(lease);
+  CHECK(fd >= 0 && fd == fk_lease_loss_fd(lease));
+  CHECK(!readable(fd, 0) && !fk_lease_lost(lease));
+  delete_node(ctx, "c-abi/loss-fd");
+  CHECK(readable(fd, 10000));
+  CHECK(fk_lease_lost(lease) && fk_lease_loss_reason(lease) == FK_LOSS_RELEASED_ELSEWHERE);
+  CHECK(readable(fd, 0)); /* and stays so */
+  fk_lease_free(lease);
+  fk_lease_free(released);
+
+  client_fd = fk_client_loss_fd(c);
+  CHECK(client_fd >= 0 && !readable(client_fd, 0));
+  kill_sidecar(ctx);
+  CHECK(readable(client_fd, 10000));
+  CHECK(!fk_client_connected(c));
+  restart_sidecar(ctx);
+  CHECK_SOON(fk_client_connected(c), 20000);
+  CHECK(!readable(client_fd, 0));
+  fk_client_close(c);
+  return 0;
+}
+
+typedef struct risk_record {
+  pthread_mutex_t mutex;
+  int risks, safes, losses;
+  uint32_t left_ms;
+} risk_record;
+
+static void record_risk(void* user_data, uint64_t token, int at_risk, uint32_t left_ms) {
+  risk_record* r = (risk_record*)user_data;
+  (void)token;
+  pthread_mutex_lock(&r->mutex);
+  if (at_risk) {
+    r->left_ms = left_ms;
+    ++r->risks;
+  } else {
+    ++r->safes;
+  }
+  pthread_mutex_unlock(&r->mutex);
+}
+
+static void record_risk_loss(void* user_data, uint64_t token, int reason) {
+  risk_record* r = (risk_record*)user_data;
+  (void)token;
+  (void)reason;
+  pthread_mutex_lock(&r->mutex);
+  ++r->losses;
+  pthread_mutex_unlock(&r->mutex);
+}
+
+static int risk_count(risk_record* r, const int* field) {
+  int n;
+  pthread_mutex_lock(&r->mutex);
+  n = *field;
+  pthread_mutex_unlock(&r->mutex);
+  return n;
+}
+
+/* Jeopardy through the C ABI: a ZooKeeper frozen for a moment puts the lease at risk (on_risk,
+ * fk_lease_at_risk) with time left, and once thawed it is safe again, not lost. */
+int fk_scenario_at_risk(const char* socket, void (*freeze)(void* ctx), void (*thaw)(void* ctx),
+                        void* ctx) {
+  fk_error err;
+  fk_client* c = NULL;
+  fk_lease* lease = NULL;
+  fk_acquire_options o;
+  risk_record r;
+  uint32_t left_ms;
+
+  memset(&r, 0, sizeof(r));
+  pthread_mutex_init(&r.mutex, NULL);
+  CHECK_CODE(FK_OK, fk_connect(socket, &c, &err));
+  fk_acquire_options_init(&o);
+  o.on_risk = record_risk;
+  o.on_lost = record_risk_loss;
+  o.user_data = &r;
+  CHECK_CODE(FK_OK, fk_acquire(c, "c-abi/at-risk", &o, &lease, &err));
+  CHECK(!fk_lease_at_risk(lease));
+  freeze(ctx);
+  CHECK_SOON(risk_count(&r, &r.risks) == 1, 15000);
+  thaw(ctx);
+  CHECK(fk_lease_at_risk(lease) || risk_count(&r, &r.safes) == 1);
+  pthread_mutex_lock(&r.mutex);
+  left_ms = r.left_ms;
+  pthread_mutex_unlock(&r.mutex);
+  CHECK(left_ms > 0 && left_ms < 4000);
+  CHECK_SOON(risk_count(&r, &r.safes) == 1, 15000);
+  CHECK(!fk_lease_at_risk(lease) && !fk_lease_lost(lease) && risk_count(&r, &r.losses) == 0);
+  CHECK_CODE(FK_OK, fk_lease_release(lease, &err));
+  fk_lease_free(lease);
   fk_client_close(c);
   return 0;
 }

@@ -17,6 +17,11 @@ int fk_scenario_check_in_keeps_lease(const char* socket);
 int fk_scenario_keep_alive_toggle(const char* socket);
 int fk_scenario_holder(const char* socket);
 int fk_scenario_lock_modes(const char* socket);
+int fk_scenario_at_risk(const char* socket, void (*freeze)(void* ctx), void (*thaw)(void* ctx),
+                        void* ctx);
+int fk_scenario_loss_fds(const char* socket, void (*delete_node)(void* ctx, const char* name),
+                         void (*kill_sidecar)(void* ctx), void (*restart_sidecar)(void* ctx),
+                         void* ctx);
 int fk_scenario_calls_from_threads(const char* socket);
 int fk_scenario_lease_outlives_client(const char* socket);
 /* Holds two leases whose loss callbacks free them (and close the client), then calls

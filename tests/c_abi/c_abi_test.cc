@@ -9,6 +9,7 @@
 #include "tests/c_abi/c_abi_scenarios.h"
 #include "tests/support/fake_sidecar.h"
 #include "tests/support/sidecar_cluster.h"
+#include "tests/support/zk_inspector.h"
 
 namespace fencekeeper::testing {
 namespace {
@@ -71,6 +72,32 @@ TEST_F(CAbiTest, LeaseOutlivesItsClient) {
 TEST_F(CAbiTest, CallbackFreesItsLeaseAndClosesTheClientWhenTheConnectionDrops) {
   auto kill = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->sidecar(0).signal(SIGKILL); };
   EXPECT_EQ(fk_scenario_free_in_callback(socket().c_str(), kill, &cluster), 0);
+}
+
+// Its own cluster: a sidecar with a 4 s session, whose ZooKeeper the scenario freezes a moment.
+TEST(CAbiJeopardyTest, AMomentaryFreezeIsAtRiskThenSafeAgain) {
+  SidecarCluster cluster;
+  SidecarOptions options;
+  options.sessionTimeout = "4s";
+  cluster.startSidecar(options);
+  auto freeze = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->zk().freeze(0); };
+  auto thaw = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->zk().thaw(0); };
+  int failedAt = fk_scenario_at_risk(cluster.socket(0).c_str(), freeze, thaw, &cluster);
+  cluster.zk().thaw(0);  // (a failed check returns before its thaw)
+  EXPECT_EQ(failedAt, 0);
+}
+
+// The restarted sidecar comes back on the same socket, and the client reconnects by itself.
+TEST_F(CAbiTest, LossFdsTurnReadableOnALossAndOnADrop) {
+  auto remove = [](void* ctx, const char* name) {
+    auto& cluster = *static_cast<SidecarCluster*>(ctx);
+    ZkInspector zk(cluster.zk().connectString());
+    std::string lock = std::string("/fencekeeper/locks/") + name;
+    for (const auto& child : zk.children(lock)) zk.remove(lock + "/" + child);
+  };
+  auto kill = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->sidecar(0).signal(SIGKILL); };
+  auto restart = [](void* ctx) { static_cast<SidecarCluster*>(ctx)->restartSidecar(0); };
+  EXPECT_EQ(fk_scenario_loss_fds(socket().c_str(), remove, kill, restart, &cluster), 0);
 }
 
 TEST_F(CAbiTest, ADroppedConnectionIsReportedAsTheSidecarClosingIt) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sidecar/engine/lock_name.h"
@@ -15,7 +16,10 @@ namespace {
 
 using fencekeeper::engine::isValidLockName;
 using fencekeeper::engine::kMaxLockNameBytes;
+using fencekeeper::engine::LockMode;
+using fencekeeper::engine::markerStart;
 using fencekeeper::engine::parseQueueNode;
+using fencekeeper::engine::queueMarker;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts(1);
@@ -37,7 +41,10 @@ bool referenceValid(const std::string& name) {
   const std::string allowed = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
   for (const auto& segment : split(name, '/')) {
     if (segment.empty() || segment == "." || segment == "..") return false;
-    if (contains(segment, "__lock__") || contains(segment, "__rlock__")) return false;
+    if (contains(segment, "__lock__") || contains(segment, "__rlock__") ||
+        contains(segment, "__sem")) {
+      return false;
+    }
     if (segment.find_first_not_of(allowed) != std::string::npos) return false;
   }
   return true;
@@ -68,7 +75,14 @@ void checkQueueNode(const std::string& child) {
   auto endsWith = [&](const std::string& s) {
     return head.size() >= s.size() && head.compare(head.size() - s.size(), s.size(), s) == 0;
   };
-  FK_FUZZ_CHECK(endsWith("__lock__") || endsWith("__rlock__"), child);
+  // The marker says the mode: kazoo's two, or `__sem<N>__` with N in [1, kMaxPermits] written
+  // without a leading zero (as queueMarker() writes it).
+  std::string marker = queueMarker(node->mode, node->permits);
+  FK_FUZZ_CHECK(endsWith(marker), child + " parsed with the marker " + marker);
+  FK_FUZZ_CHECK(markerStart(child) == head.size() - marker.size(), child);
+  FK_FUZZ_CHECK((node->mode == LockMode::kPermits) ==
+                    (node->permits >= 1 && node->permits <= fencekeeper::engine::kMaxPermits),
+                child);
 }
 
 }  // namespace
@@ -88,10 +102,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint32_t seq = 0;
     for (size_t i = 0; i < size; ++i) seq = seq * 31 + data[i];
     seq &= 0x7fffffff;
-    char child[64];
-    std::snprintf(child, sizeof child, "fkfuzz-1__lock__%010u", seq);
-    auto node = parseQueueNode(child);
-    FK_FUZZ_CHECK(node && node->sequence == seq, child);
+    for (auto [mode, permits] : {std::pair{LockMode::kExclusive, 0u}, {LockMode::kShared, 0u},
+                                 {LockMode::kPermits, seq % 10'000 + 1}}) {
+      char digits[16];
+      std::snprintf(digits, sizeof digits, "%010u", seq);
+      std::string child = "fkfuzz-1" + queueMarker(mode, permits) + digits;
+      auto node = parseQueueNode(child);
+      FK_FUZZ_CHECK(node && node->sequence == seq && node->mode == mode &&
+                        node->permits == permits,
+                    child);
+    }
   }
   checkQueueNode(input);
   return 0;

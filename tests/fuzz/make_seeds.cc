@@ -203,6 +203,8 @@ void lockNames(Corpus& corpus) {
       {"queue_node", "fk0123-1__lock__0000000007"},
       {"queue_node_negative", "abc__lock__-0000000003"},
       {"read_lock_node", "abc__rlock__0000000003"},
+      {"semaphore_node", "fk0123-1__sem3__0000000004"},
+      {"semaphore_segment", "a__sem"},  // found by the fuzzer: a name the rule refuses
       {"non_ascii", "\xc3\xa9"},
   };
   for (const auto& [file, name] : names) corpus["lock_name/" + file] = name;

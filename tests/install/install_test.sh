@@ -31,7 +31,8 @@ for f in bin/fencekeeper bin/fencectl include/fencekeeper.h include/fencekeeper/
          include/fencekeeper/status_socket.h "$libdir/libfencekeeper.so.0" \
          "$libdir/libfencekeeper++.so.0" "$libdir/pkgconfig/fencekeeper.pc" \
          "$libdir/pkgconfig/fencekeeper++.pc" "$libdir/cmake/fencekeeper/fencekeeperConfig.cmake" \
-         "$libdir/cmake/fencekeeper/fencekeeperConfigVersion.cmake"; do
+         "$libdir/cmake/fencekeeper/fencekeeperConfigVersion.cmake" share/fencekeeper/go/go.mod \
+         share/fencekeeper/go/fencekeeper.go share/java/fencekeeper.jar; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 for lib in fencekeeper fencekeeper++; do
@@ -96,4 +97,28 @@ with fencekeeper.Client(sys.argv[1]) as client:
         assert _native.lib()._name.startswith(sys.argv[2]), _native.lib()._name
 PY
 ) || fail "the Python package did not work from the prefix"
+# The Go package from the prefix: the example, in a module of its own that replaces fencekeeper
+# with the installed source, built with cgo against the installed header and library.
+gomod="$work/go-example"
+mkdir -p "$gomod"
+cp "$src/examples/go/main.go" "$gomod/"
+printf 'module installed-example\n\ngo 1.19\n\nrequire fencekeeper v0.0.0\n\nreplace fencekeeper => %s\n' \
+  "$prefix/share/fencekeeper/go" >"$gomod/go.mod"
+(cd "$gomod" && GOCACHE="$work/go-cache" GOFLAGS=-mod=mod CGO_CFLAGS="-I$prefix/include" \
+  CGO_LDFLAGS="-L$prefix/$libdir $rpath" go build -o "$work/go_app" .) >"$work/go.log" 2>&1 || {
+  cat "$work/go.log" >&2
+  fail "the Go package did not build from the prefix"
+}
+out="$("$work/go_app" "$sock")" || fail "the Go example exited $?"
+echo "$out"
+grep -q "go: token [1-9]" <<<"$out" || fail "the Go example printed no token"
+# The jar from the prefix: the Java example compiled and run against it, JNA finding the
+# installed library through jna.library.path.
+jars="$prefix/share/java/fencekeeper.jar:/usr/share/java/jna.jar"
+javac -Xlint:all -Werror -cp "$jars" -d "$work/java" "$src/examples/java/LeaseExample.java" \
+  || fail "the Java example did not compile against the installed jar"
+out="$(env -u FENCEKEEPER_LIB java -Djna.library.path="$prefix/$libdir" -cp "$work/java:$jars" \
+  LeaseExample "$sock")" || fail "the Java example exited $?"
+echo "$out"
+grep -q "java: token [1-9]" <<<"$out" || fail "the Java example printed no token"
 echo "PASS"

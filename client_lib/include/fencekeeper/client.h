@@ -17,6 +17,12 @@
 #include <optional>
 #include <string>
 #include <vector>
+// std::stop_token is C++20; the header serves C++17 programs too (Lease::stopToken() is there
+// for C++20 ones, lossFd() for all).
+#if __cplusplus >= 202002L && __has_include(<stop_token>)
+#include <stop_token>
+#define FENCEKEEPER_HAS_STOP_TOKEN 1
+#endif
 
 // What the installed C++ library (libfencekeeper++.so) exports: everything declared here; the rest
 // of it (KJ, Cap'n Proto, the internals) is built hidden.
@@ -75,6 +81,10 @@ enum class LockMode { kExclusive = 0, kShared = 1, kPermits = 2 };
 const char* lockModeName(LockMode mode);
 
 using LossCallback = std::function<void(uint64_t token, LossReason reason)>;
+// Jeopardy: `atRisk` true when the sidecar's ZooKeeper connection is down (or its heartbeats are
+// overdue) while the session is still vouched for, `left` being how long: the lease is lost then
+// unless the connection comes back. false (left 0) when it came back in time.
+using RiskCallback = std::function<void(uint64_t token, bool atRisk, Millis left)>;
 
 struct AcquireOptions {
   Millis ttl{30'000};  // the lease's TTL
@@ -92,6 +102,9 @@ struct AcquireOptions {
   LossCallback onLost;
   // Print a line to stderr and _exit(70) when the lease is lost: for work that must not outlive it.
   bool exitOnLoss = false;
+  // Called on the I/O thread on every jeopardy change of the lease (see RiskCallback): the time
+  // to checkpoint. Keep it short; do not call the client from it.
+  RiskCallback onRisk;
   LockMode mode = LockMode::kExclusive;
   uint32_t permits = 0;  // LockMode::kPermits: N, 1..10000 (AcquireOptions::semaphore sets both)
   // The options of one of `n` permits.
@@ -268,6 +281,19 @@ class Lease {
   bool lost() const;
   // Why it was lost, once lost() is true; nullopt before (and for a lease released by its owner).
   std::optional<LossReason> lossReason() const;
+  // Loss as cancellation: stop is requested the moment the lease is lost (never when released).
+  // Hand it to the work the lease covers (a std::jthread's loop, std::stop_callback, a check
+  // between steps). Stop callbacks run on the client's I/O thread: keep them short, and do not
+  // call the client from them.
+#ifdef FENCEKEEPER_HAS_STOP_TOKEN
+  std::stop_token stopToken() const;
+#endif
+  // Between the sidecar's "at risk" push and its "safe again" (or the loss): see RiskCallback.
+  bool atRisk() const;
+  // Readable (POLLIN) once the lease is lost, and from then on (never when released): for
+  // poll(2), epoll, select or another runtime's poller. Never read or close it; -1 if the
+  // system refused an eventfd (EMFILE).
+  int lossFd() const;
 
   // Asks the sidecar: the token and how long it stays valid.
   Status check(Millis* validFor = nullptr);
@@ -392,6 +418,9 @@ class Client {
   // connection is then lost, kConnectionLost) until it reconnected by itself, which it keeps
   // trying (20 ms, backing off to 1 s); meanwhile calls fail with kSidecarUnavailable.
   bool connected() const;
+  // Readable (POLLIN) while connected() is false after a drop: for a poller that also waits on
+  // the work's own fds. Never read or close it; -1 if the system refused an eventfd.
+  int connectionLossFd();
   // Whether Lease::validFor() on this connection reads the sidecar's shared-memory lease table
   // (no round trip, and a loss the sidecar decides shows at once) rather than counting from the
   // sidecar's last answer; `*detail` gets the table's path, or why it is not read.

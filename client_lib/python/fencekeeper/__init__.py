@@ -18,7 +18,8 @@ libfencekeeper.so (ctypes), found through $FENCEKEEPER_LIB, next to this package
 tree, or the system loader.
 """
 from .aio import AsyncClient
-from .client import Client, Holder, HolderInfo, Lease, LockMode, LostCallback, Seconds
+from .client import (Client, Holder, HolderInfo, Lease, LockMode, LostCallback, RiskCallback,
+                     Seconds)
 from .holders import AsyncHolderWatch, Election, HolderChange, HolderState, HolderWatch
 from .errors import (Cancelled, ErrorCode, Expired, FencekeeperError, InternalError, InvalidArgument,
                      InvalidName, InvalidOwner, LimitReached, LossReason, Lost, ModeConflict, NotHeld,
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "Lease", "Holder", "HolderInfo", "LockMode", "ModeConflict", "HolderChange", "HolderState", "HolderWatch",
-    "AsyncHolderWatch", "Election", "LostCallback", "Seconds", "ErrorCode", "LossReason",
+    "AsyncHolderWatch", "Election", "LostCallback", "RiskCallback", "Seconds", "ErrorCode", "LossReason",
     "FencekeeperError", "InvalidName", "InvalidArgument", "TimedOut", "NotHeld", "Expired",
     "Lost", "ZkUnavailable", "ShuttingDown", "LimitReached", "InternalError", "PermissionDenied",
     "InvalidOwner", "SidecarUnavailable", "WrongThread", "Cancelled",

@@ -27,6 +27,8 @@ class ConnectOptions(ctypes.Structure):
 
 
 LostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int)
+# on_risk(user_data, token, at_risk, left_ms) of fk_acquire_options
+RiskFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32)
 
 
 class AcquireOptions(ctypes.Structure):
@@ -42,6 +44,7 @@ class AcquireOptions(ctypes.Structure):
         ("user_data", ctypes.c_void_p),
         ("mode", ctypes.c_int),
         ("permits", ctypes.c_uint32),
+        ("on_risk", RiskFn),
     ]
 
 
@@ -100,6 +103,9 @@ _PROTOTYPES = {
     "fk_lease_token": (ctypes.c_uint64, [_P]),
     "fk_lease_valid_for_ms": (ctypes.c_int64, [_P]),
     "fk_lease_lost": (ctypes.c_int, [_P]),
+    "fk_lease_loss_fd": (ctypes.c_int, [_P]),
+    "fk_lease_at_risk": (ctypes.c_int, [_P]),
+    "fk_client_loss_fd": (ctypes.c_int, [_P]),
     "fk_lease_loss_reason": (ctypes.c_int, [_P]),
     "fk_client_connected": (ctypes.c_int, [_P]),
     "fk_client_uses_lease_table": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_size_t]),

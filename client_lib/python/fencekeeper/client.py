@@ -10,17 +10,21 @@ import enum
 import json
 import math
 import os
+import signal
+import _thread
 import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from . import _native
-from .errors import (ErrorCode, InternalError, InvalidArgument, InvalidName, InvalidOwner,
-                     LossReason, NotHeld, SidecarUnavailable, error_for)
+from .errors import (ErrorCode, Expired, InternalError, InvalidArgument, InvalidName,
+                     InvalidOwner, LossReason, Lost, NotHeld, SidecarUnavailable, error_for)
 
 #: A duration: seconds (int or float) or a timedelta.
 Seconds = Union[float, int, datetime.timedelta]
+#: ``on_risk(token, at_risk, left_seconds)``: jeopardy, on the client's I/O thread.
+RiskCallback = Callable[[int, bool, float], None]
 #: ``on_lost(token, reason)``: called once, on the client's I/O thread, when a lease is lost.
 LostCallback = Callable[[int, LossReason], None]
 
@@ -154,15 +158,42 @@ class Lease:
     """
 
     def __init__(self, client: Client, handle: ctypes.c_void_p, name: str,
-                 callback: Optional[object]) -> None:
+                 loss: _LossHook) -> None:
         # `handle` may be shared with the acquire that got it: whichever frees it clears it.
         self._lib = client._lib
         self._client = client
         self._handle = handle
         self._name = name
-        # The C library calls this pointer until the handle is freed: it must live as long.
-        self._callback = callback
+        # The C library calls its callback until the handle is freed: it must live as long.
+        self._loss = loss
         self._token = int(self._lib.fk_lease_token(handle))
+
+    @property
+    def lost_event(self) -> threading.Event:
+        """Set the moment the lease is lost (never when released): ``wait()`` on it from a
+        thread that stops the work, or check ``is_set()`` between steps."""
+        return self._loss.event
+
+    @property
+    def at_risk(self) -> bool:
+        """True between the sidecar's "at risk" push and its "safe again" (see ``on_risk``)."""
+        return bool(self._lib.fk_lease_at_risk(self._handle))
+
+    @property
+    def loss_fd(self) -> int:
+        """A file descriptor readable once the lease is lost (never when released), for
+        ``select``, ``selectors`` or an event loop's ``add_reader``. Never read or close it."""
+        return int(self._lib.fk_lease_loss_fd(self._handle))
+
+    def _loss_error(self) -> Lost:
+        """The typed loss: :class:`Expired` or :class:`Lost`, with its ``reason``."""
+        reason = self.loss_reason
+        cls = Expired if reason == LossReason.TTL_EXPIRED else Lost
+        error = cls("lease on %r (token %d) lost: %s" %
+                    (self._name, self._token, "unknown" if reason is None else
+                     getattr(reason, "name", str(reason)).lower().replace("_", " ")))
+        error.reason = reason
+        return error
 
     @property
     def name(self) -> str:
@@ -238,7 +269,9 @@ class Lease:
         except Exception:
             if exc_type is None:
                 raise
-            # The block's own exception is the one to report.
+            # The block's own exception is the one to report, unless the loss interrupted it.
+            if exc_type is KeyboardInterrupt and self._loss.interrupted:
+                raise self._loss_error() from exc
 
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
@@ -257,6 +290,32 @@ def _free_lease(lib: ctypes.CDLL, handle: ctypes.c_void_p) -> None:
         lib.fk_lease_free(value)
 
 
+class _LossHook:
+    """What a lease's loss does on the client's I/O thread: sets ``event``, interrupts the main
+    thread if asked (``KeyboardInterrupt`` there, turned into the typed loss by the ``with``
+    block), then calls the caller's ``on_lost``."""
+
+    def __init__(self, on_lost: Optional[LostCallback], interrupt_main: bool,
+                 on_risk: Optional[RiskCallback]) -> None:
+        self.event = threading.Event()
+        self.interrupted = False
+
+        def risk(_user_data: Optional[int], token: int, at_risk: int, left_ms: int) -> None:
+            if on_risk is not None:
+                on_risk(token, bool(at_risk), left_ms / 1000.0)
+        # (The C library calls these until the lease handle is freed: they live as long.)
+        self.risk_callback = _native.RiskFn(risk)
+
+        def trampoline(_user_data: Optional[int], token: int, reason: int) -> None:
+            self.event.set()
+            if interrupt_main:
+                self.interrupted = True
+                _thread.interrupt_main()
+            if on_lost is not None:
+                on_lost(token, _loss_reason(reason))
+        self.callback = _native.LostFn(trampoline)
+
+
 class _Request:
     """An acquire under way (fk_acquire_start), used as a context manager: waited for and taken
     inside; an exception out of the block withdraws it, and leaving frees it. A grant is held in
@@ -264,12 +323,12 @@ class _Request:
     nothing held."""
 
     def __init__(self, client: Client, handle: ctypes.c_void_p, name: str,
-                 callback: Optional[object]) -> None:
+                 loss: _LossHook) -> None:
         self._client = client
         self._lib = client._lib
         self._handle = handle
         self._name = name
-        self._callback = callback
+        self._loss = loss
         self._lease = ctypes.c_void_p()
 
     @property
@@ -288,7 +347,7 @@ class _Request:
         return True
 
     def take(self) -> Lease:
-        lease = Lease(self._client, self._lease, self._name, self._callback)
+        lease = Lease(self._client, self._lease, self._name, self._loss)
         self._lease = ctypes.c_void_p()  # the Lease owns it now
         return lease
 
@@ -345,7 +404,8 @@ class Client:
     def acquire(self, name: str, ttl: Seconds = 30, wait: Seconds = 0, owner: Optional[str] = None,
                 keep_alive: bool = True, renew_only_if_checked_in: bool = False,
                 on_lost: Optional[LostCallback] = None, shared: bool = False,
-                permits: Optional[int] = None) -> Lease:
+                permits: Optional[int] = None, interrupt_main: bool = False,
+                on_risk: Optional[RiskCallback] = None) -> Lease:
         """Queues for the lock ``name`` and blocks until it is granted (also available as
         :meth:`lock`, which reads best in a ``with`` statement).
 
@@ -366,6 +426,14 @@ class Client:
             ``ReadLock`` on the same path shares with it, a ``WriteLock`` excludes it).
         :param permits: hold one of at most ``permits`` leases on ``name`` (a semaphore; also
             :meth:`semaphore`). Each permit has its own token, TTL and loss.
+        :param interrupt_main: on a loss, interrupt the main thread (``KeyboardInterrupt`` raised
+            there, wherever it is in Python code), which the lease's ``with`` block turns into the
+            typed loss (:class:`Lost` or :class:`Expired`, with its ``reason``). Without it, a
+            loss shows in ``lost``, ``lost_event``, ``loss_fd`` and ``on_lost``.
+        :param on_risk: ``on_risk(token, at_risk, left)``, called on the client's I/O thread
+            when the sidecar's ZooKeeper connection is down (or its heartbeats overdue) while the
+            lease still stands (``at_risk`` True, ``left`` the seconds it stands at most unless
+            the connection returns: checkpoint now), and when it came back in time (False, 0).
         :raises TimedOut: not granted within ``wait`` (``wait=0``: someone holds it).
         :raises InvalidName: the name is malformed.
         :raises ModeConflict: ``name`` is used in another mode (a semaphore of another N, or a
@@ -375,7 +443,7 @@ class Client:
         withdraws the request, and a grant that crossed it is released: nothing stays held.
         """
         with self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
-                         on_lost, _mode(shared, permits)) as request:
+                         on_lost, _mode(shared, permits), interrupt_main, on_risk) as request:
             # Short slices, so that a signal (Ctrl-C) is handled within 100 ms: a C call that
             # waits does not return to Python for the handler to run.
             while not request.wait(_WAIT_SLICE_MS):
@@ -386,7 +454,8 @@ class Client:
                             owner: Optional[str] = None, keep_alive: bool = True,
                             renew_only_if_checked_in: bool = False,
                             on_lost: Optional[LostCallback] = None, shared: bool = False,
-                            permits: Optional[int] = None) -> Lease:
+                            permits: Optional[int] = None, interrupt_main: bool = False,
+                            on_risk: Optional[RiskCallback] = None) -> Lease:
         """:meth:`acquire` for asyncio: the event loop watches the request instead of a thread
         blocking on it. Cancelling the task (``asyncio.wait_for``, ``task.cancel()``) withdraws
         the request; a grant that crossed the cancel is released, never left held."""
@@ -398,7 +467,7 @@ class Client:
                 done.set_result(None)
 
         with self._start(name, ttl, wait, owner, keep_alive, renew_only_if_checked_in,
-                         on_lost, _mode(shared, permits)) as request:
+                         on_lost, _mode(shared, permits), interrupt_main, on_risk) as request:
             fd = request.fd
             loop.add_reader(fd, ready)
             try:
@@ -411,7 +480,9 @@ class Client:
 
     def _start(self, name: str, ttl: Seconds, wait: Seconds, owner: Optional[str],
                keep_alive: bool, renew_only_if_checked_in: bool,
-               on_lost: Optional[LostCallback], mode: Tuple[LockMode, int]) -> _Request:
+               on_lost: Optional[LostCallback], mode: Tuple[LockMode, int],
+               interrupt_main: bool = False,
+               on_risk: Optional[RiskCallback] = None) -> _Request:
         options = _native.AcquireOptions()
         self._lib.fk_acquire_options_init(ctypes.byref(options))
         options.ttl_ms = _millis(ttl, "ttl", allow_zero=False)
@@ -421,19 +492,23 @@ class Client:
         options.keep_alive = 1 if keep_alive else 0
         options.renew_only_if_checked_in = 1 if renew_only_if_checked_in else 0
         options.mode, options.permits = int(mode[0]), mode[1]
-        callback = None
-        if on_lost is not None:
-            def trampoline(_user_data: Optional[int], token: int, reason: int) -> None:
-                on_lost(token, _loss_reason(reason))
-            callback = _native.LostFn(trampoline)
-            options.on_lost = callback
+        if interrupt_main and not callable(signal.getsignal(signal.SIGINT)):
+            # _thread.interrupt_main() does nothing then: the loss would interrupt nobody.
+            raise InvalidArgument("interrupt_main needs SIGINT handled by Python; it is %s in "
+                                  "this process (signal.signal(signal.SIGINT, "
+                                  "signal.default_int_handler) restores it)" %
+                                  ("ignored" if signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+                                   else "at its default"))
+        loss = _LossHook(on_lost, interrupt_main, on_risk)
+        options.on_lost = loss.callback
+        options.on_risk = loss.risk_callback
         handle = ctypes.c_void_p()
         err = _native.Error()
         with self._in_call() as client:
             code = self._lib.fk_acquire_start(client, encoded_name, ctypes.byref(options),
                                               ctypes.byref(handle), ctypes.byref(err))
         _check(code, err)
-        return _Request(self, handle, name, callback)
+        return _Request(self, handle, name, loss)
 
     lock = acquire
 

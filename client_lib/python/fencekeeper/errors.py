@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Dict, Type, Union
+from typing import Dict, Optional, Type, Union
 
 
 class ErrorCode(enum.IntEnum):
@@ -78,9 +78,12 @@ class NotHeld(FencekeeperError):
 
 
 class Lost(FencekeeperError):
-    """The lease was lost: stop the work in hand, another holder may have a larger token."""
+    """The lease was lost: stop the work in hand, another holder may have a larger token.
+    ``reason`` is the :class:`LossReason` when the loss itself raised it (a cancelled ``async
+    with`` body, an interrupted ``with`` body), else None."""
 
     code = ErrorCode.LOST
+    reason: Optional["LossReason"] = None
 
 
 class Expired(Lost):

@@ -163,6 +163,74 @@ export class LeaseWatcher_Lost$Results$Promise {
     return await this.pipeline.struct();
   }
 }
+export class LeaseWatcher_AtRisk$Params extends $.Struct {
+  static _capnp = {
+    displayName: "atRisk$Params",
+    id: "b244d915461509d5",
+    size: new $.ObjectSize(16, 0),
+  };
+  get token() {
+    return $.utils.getUint64(0, this);
+  }
+  set token(value) {
+    $.utils.setUint64(0, value, this);
+  }
+  get leftMs() {
+    return $.utils.getUint32(8, this);
+  }
+  set leftMs(value) {
+    $.utils.setUint32(8, value, this);
+  }
+  toString() { return "LeaseWatcher_AtRisk$Params_" + super.toString(); }
+}
+export class LeaseWatcher_AtRisk$Results extends $.Struct {
+  static _capnp = {
+    displayName: "atRisk$Results",
+    id: "d1781c097faa9b82",
+    size: new $.ObjectSize(0, 0),
+  };
+  toString() { return "LeaseWatcher_AtRisk$Results_" + super.toString(); }
+}
+export class LeaseWatcher_AtRisk$Results$Promise {
+  pipeline;
+  constructor(pipeline) {
+    this.pipeline = pipeline;
+  }
+  async promise() {
+    return await this.pipeline.struct();
+  }
+}
+export class LeaseWatcher_SafeAgain$Params extends $.Struct {
+  static _capnp = {
+    displayName: "safeAgain$Params",
+    id: "b29b106ba7b71894",
+    size: new $.ObjectSize(8, 0),
+  };
+  get token() {
+    return $.utils.getUint64(0, this);
+  }
+  set token(value) {
+    $.utils.setUint64(0, value, this);
+  }
+  toString() { return "LeaseWatcher_SafeAgain$Params_" + super.toString(); }
+}
+export class LeaseWatcher_SafeAgain$Results extends $.Struct {
+  static _capnp = {
+    displayName: "safeAgain$Results",
+    id: "e5bf37f7710dd6d0",
+    size: new $.ObjectSize(0, 0),
+  };
+  toString() { return "LeaseWatcher_SafeAgain$Results_" + super.toString(); }
+}
+export class LeaseWatcher_SafeAgain$Results$Promise {
+  pipeline;
+  constructor(pipeline) {
+    this.pipeline = pipeline;
+  }
+  async promise() {
+    return await this.pipeline.struct();
+  }
+}
 export class LeaseWatcher$Client {
   client;
   static interfaceId = 0xae5bedb565a414a2n;
@@ -177,6 +245,22 @@ export class LeaseWatcher$Client {
       methodId: 0,
       interfaceName: "fencekeeper.capnp:LeaseWatcher",
       methodName: "lost"
+    },
+    {
+      ParamsClass: LeaseWatcher_AtRisk$Params,
+      ResultsClass: LeaseWatcher_AtRisk$Results,
+      interfaceId: LeaseWatcher$Client.interfaceId,
+      methodId: 1,
+      interfaceName: "fencekeeper.capnp:LeaseWatcher",
+      methodName: "atRisk"
+    },
+    {
+      ParamsClass: LeaseWatcher_SafeAgain$Params,
+      ResultsClass: LeaseWatcher_SafeAgain$Results,
+      interfaceId: LeaseWatcher$Client.interfaceId,
+      methodId: 2,
+      interfaceName: "fencekeeper.capnp:LeaseWatcher",
+      methodName: "safeAgain"
     }
   ];
   lost(paramsFunc) {
@@ -187,6 +271,33 @@ export class LeaseWatcher$Client {
     const pipeline = new $.Pipeline(LeaseWatcher_Lost$Results, answer);
     return new LeaseWatcher_Lost$Results$Promise(pipeline);
   }
+  /**
+* Jeopardy: the lease still stands, but the sidecar's ZooKeeper connection is down (or its
+* heartbeats are overdue) while the session is still vouched for: unless that comes back, the
+* lease is lost within leftMs. Checkpoint now. A client of an older schema does not implement
+* it: the sidecar ignores the error.
+*
+*/
+  atRisk(paramsFunc) {
+    const answer = this.client.call({
+      method: LeaseWatcher$Client.methods[1],
+      paramsFunc: paramsFunc
+    });
+    const pipeline = new $.Pipeline(LeaseWatcher_AtRisk$Results, answer);
+    return new LeaseWatcher_AtRisk$Results$Promise(pipeline);
+  }
+  /**
+* The connection came back in time: the lease holds as before.
+*
+*/
+  safeAgain(paramsFunc) {
+    const answer = this.client.call({
+      method: LeaseWatcher$Client.methods[2],
+      paramsFunc: paramsFunc
+    });
+    const pipeline = new $.Pipeline(LeaseWatcher_SafeAgain$Results, answer);
+    return new LeaseWatcher_SafeAgain$Results$Promise(pipeline);
+  }
 }
 $.Registry.register(LeaseWatcher$Client.interfaceId, LeaseWatcher$Client);
 export class LeaseWatcher$Server extends $.Server {
@@ -196,6 +307,14 @@ export class LeaseWatcher$Server extends $.Server {
       {
         ...LeaseWatcher$Client.methods[0],
         impl: target.lost
+      },
+      {
+        ...LeaseWatcher$Client.methods[1],
+        impl: target.atRisk
+      },
+      {
+        ...LeaseWatcher$Client.methods[2],
+        impl: target.safeAgain
       }
     ]);
     this.target = target;
