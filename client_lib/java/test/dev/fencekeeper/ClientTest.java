@@ -16,13 +16,18 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
 
 /**
  * The Java client against a real sidecar and ZooKeeper, which tests/python/test_java_client.py
  * starts and names: FENCEKEEPER_SOCKET, FK_ZK_CONNECT (kazoo deletes a holder's node behind its
- * back) and FK_ZK_PIDS (to freeze ZooKeeper).
+ * back) and FK_ZK_PIDS (to freeze ZooKeeper). The freeze runs last: its aftermath (the session
+ * may expire once ZooKeeper thaws, losing whatever is held then) is no other test's business.
  */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClientTest {
   static final long BOUND_S = 15; // every wait below is bounded by it
 
@@ -122,6 +127,8 @@ class ClientTest {
       while (client.holder("java/future").waiters() == 0 && System.nanoTime() < until) {
         Thread.sleep(10);
       }
+      assertFalse(waiting.isDone(), () -> "done before the cancel: " + waiting.handle(
+          (lease, error) -> lease != null ? "granted " + lease.token() : String.valueOf(error)).join());
       assertTrue(waiting.cancel(true));
       assertThrows(CancellationException.class, waiting::join);
       until = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_S);
@@ -146,6 +153,7 @@ class ClientTest {
   }
 
   @Test
+  @Order(Integer.MAX_VALUE)
   void aFrozenZooKeeperIsAtRiskBeforeTheLoss() throws Exception {
     try (Lease lease = client.lock("java/jeopardy", LockOptions.defaults())) {
       List<String> heard = new CopyOnWriteArrayList<>();
