@@ -94,7 +94,7 @@ bool endsWith(std::string_view s, std::string_view suffix) {
 }
 
 // `__sem<N>__` at the end of `head`: N (1..kMaxPermits, no leading zero), or 0.
-uint32_t semaphoreMarkerPermits(std::string_view head, size_t* start) {
+uint32_t semaphoreMarkerPermits(std::string_view head) {
   if (!endsWith(head, "__")) return 0;
   std::string_view body = head.substr(0, head.size() - 2);
   size_t digits = 0;
@@ -108,9 +108,23 @@ uint32_t semaphoreMarkerPermits(std::string_view head, size_t* start) {
   if (number.front() == '0' || !endsWith(body, "__sem")) return 0;
   uint32_t permits = 0;
   std::from_chars(number.data(), number.data() + number.size(), permits);
-  if (permits > kMaxPermits) return 0;
-  if (start) *start = body.size() - 5;
-  return permits;
+  return permits <= kMaxPermits ? permits : 0;
+}
+
+// The mode the marker at the end of `head` says, and where that marker starts.
+struct Marker {
+  LockMode mode;
+  uint32_t permits;
+  size_t start;
+};
+std::optional<Marker> markerOf(std::string_view head) {
+  if (endsWith(head, "__rlock__")) return Marker{LockMode::kShared, 0, head.size() - 9};
+  if (endsWith(head, "__lock__")) return Marker{LockMode::kExclusive, 0, head.size() - 8};
+  if (uint32_t permits = semaphoreMarkerPermits(head)) {
+    std::string marker = queueMarker(LockMode::kPermits, permits);
+    return Marker{LockMode::kPermits, permits, head.size() - marker.size()};
+  }
+  return std::nullopt;
 }
 }  // namespace
 
@@ -118,29 +132,15 @@ uint32_t semaphoreMarkerPermits(std::string_view head, size_t* start) {
 std::optional<QueueNode> parseQueueNode(std::string_view child) {
   int64_t sequence = 0;
   auto head = headOf(child, &sequence);
-  if (!head) return std::nullopt;
-  QueueNode node{std::string(child), sequence};
-  if (endsWith(*head, "__rlock__")) {
-    node.mode = LockMode::kShared;
-  } else if (endsWith(*head, "__lock__")) {
-    node.mode = LockMode::kExclusive;
-  } else if (uint32_t permits = semaphoreMarkerPermits(*head, nullptr)) {
-    node.mode = LockMode::kPermits;
-    node.permits = permits;
-  } else {
-    return std::nullopt;
-  }
-  return node;
+  auto marker = head ? markerOf(*head) : std::nullopt;
+  if (!marker) return std::nullopt;
+  return QueueNode{std::string(child), sequence, marker->mode, marker->permits};
 }
 
 size_t markerStart(std::string_view child) {
   auto head = headOf(child, nullptr);
-  if (!head) return std::string_view::npos;
-  if (endsWith(*head, "__rlock__")) return head->size() - 9;
-  if (endsWith(*head, "__lock__")) return head->size() - 8;
-  size_t start = 0;
-  if (semaphoreMarkerPermits(*head, &start)) return start;
-  return std::string_view::npos;
+  auto marker = head ? markerOf(*head) : std::nullopt;
+  return marker ? marker->start : std::string_view::npos;
 }
 
 int32_t sequenceOffset(int64_t sequence, int64_t reference) {
