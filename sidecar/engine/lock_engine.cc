@@ -580,7 +580,8 @@ void LockEngine::ownNodeGone(Request& r) {
 // ---- loss, failure, release --------------------------------------------------------------------
 
 void LockEngine::lose(Request& r, LossReason reason, std::function<void()> nodeGone) {
-  Millis validFor = validity(r).valid;  // (what the holder was last told it may count on)
+  // At shutdown, what the holder was last told it may count on (read before the state moves).
+  Millis validFor = reason == LossReason::kSidecarShutdown ? validity(r).valid : Millis(0);
   timer_.cancel(r.ttlTimer);
   r.ttlTimer = 0;
   moveTo(r, State::kLost);

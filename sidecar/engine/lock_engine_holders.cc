@@ -5,6 +5,8 @@
 // watch): watching never creates a node, which nobody would delete.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/utf8_text.h"
 #include "sidecar/engine/lock_engine.h"
 #include "sidecar/engine/lock_engine_request.h"
@@ -21,12 +23,8 @@ bool alreadyTold(const std::optional<HolderChange>& told, const HolderChange& ne
   if (!told || told->state != next.state) return false;
   if (next.state != HolderState::kHeld) return true;
   // The same holders: a shared lock's or a semaphore's set changes without its first holder.
-  auto tokens = [](const HolderInfo& info) {
-    std::vector<uint64_t> all{info.token};
-    for (auto& h : info.holders) all.push_back(h.token);
-    return all;
-  };
-  return tokens(told->info) == tokens(next.info);
+  return std::ranges::equal(told->info.holders, next.info.holders, {}, &HolderEntry::token,
+                            &HolderEntry::token);
 }
 }  // namespace
 
