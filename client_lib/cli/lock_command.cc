@@ -142,9 +142,10 @@ struct CommandEnd {
 // the terminal whose foreground CMD's group holds.
 // `riskFd`: the jeopardy pipe (a byte 1 at risk, 0 safe again), -1 without --at-risk-signal.
 CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace,
-                        const std::string& name, int tty, int sigFd, int lossFd, int riskFd,
+                        const std::string& name, int tty, int sigFd, int riskFd,
                         int atRiskSignal) {
   const pid_t group = supervisor.commandPid(), root = supervisor.pid();
+  const int lossFd = lease.lossFd();  // (-1 if refused: the 50 ms wake-ups still see the loss)
   CommandEnd end;
   bool termSent = false, killSent = false;
   std::optional<Clock::time_point> killAt;  // set by a forwarded SIGTERM or SIGINT
@@ -176,8 +177,9 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
     }
     int64_t timeout = std::min<int64_t>(50, std::max<int64_t>(1, valid.count()));
     if (killAt && !killSent) timeout = std::min<int64_t>(timeout, until(*killAt).count() + 1);
+    // The loss fd stays readable once lost: polled only until the loss was acted on.
     pollfd fds[4] = {{sigFd, POLLIN, 0},
-                     {lossFd, POLLIN, 0},
+                     {end.leaseLost ? -1 : lossFd, POLLIN, 0},
                      {supervisor.fd(), POLLIN, 0},
                      {riskFd, POLLIN, 0}};
     poll(fds, riskFd >= 0 ? 4 : 3, static_cast<int>(timeout));
@@ -185,11 +187,6 @@ CommandEnd watchCommand(const Lease& lease, Supervisor& supervisor, Millis grace
       char risky;
       while (read(riskFd, &risky, 1) == 1) {
         if (risky && !killSent) signalGroup(group, atRiskSignal);
-      }
-    }
-    if (fds[1].revents & POLLIN) {
-      char buf[16];
-      while (read(lossFd, buf, sizeof buf) > 0) {
       }
     }
     if (fds[0].revents & POLLIN) {
@@ -237,12 +234,10 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   sigprocmask(SIG_BLOCK, &handled, nullptr);
   // Closed on return (fencectl elect runs this again and again); the client goes first.
   UniqueFd sigFd(signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
-  int lossPipe[2];
-  if (!sigFd.valid() || pipe2(lossPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (!sigFd.valid()) {
     std::perror("fencectl");
     return kExitUnavailable;
   }
-  UniqueFd lossRead(lossPipe[0]), lossWrite(lossPipe[1]);
 
   auto client = connectOrReport(sidecar);
   if (!client) return kExitUnavailable;
@@ -252,11 +247,6 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
   options.permits = args.permits;
   options.wait = args.wait;
   options.ownerLabel = args.owner.empty() ? "fencectl pid " + std::to_string(getpid()) : args.owner;
-  options.onLost = [fd = lossWrite.get()](uint64_t, LossReason) {
-    char c = 1;
-    ssize_t n = write(fd, &c, 1);
-    (void)n;
-  };
   int riskPipe[2] = {-1, -1};
   if (args.atRiskSignal != 0 && pipe2(riskPipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     std::perror("fencectl");
@@ -340,8 +330,8 @@ int lockCommand(const SidecarAddress& sidecar, const LockArgs& args) {
                             e == ENOENT ? kExitNotFound : kExitCannotExecute);
   }
   CommandEnd end =
-      watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd.get(), lossRead.get(),
-                   riskRead.get(), args.atRiskSignal);
+      watchCommand(*lease, *supervisor, grace, args.name, tty, sigFd.get(), riskRead.get(),
+                   args.atRiskSignal);
   // CMD is gone; what it left (in its group, or adopted by the supervisor) goes too, before the
   // lease does.
   // (Not after the supervisor died: fencectl killed its tree then, and reaped its pid, which may
