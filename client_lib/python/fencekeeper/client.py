@@ -300,11 +300,13 @@ class _LossHook:
         self.event = threading.Event()
         self.interrupted = False
 
-        def risk(_user_data: Optional[int], token: int, at_risk: int, left_ms: int) -> None:
-            if on_risk is not None:
+        # (The C library calls these until the lease handle is freed: they live as long. No
+        # on_risk, no trampoline: a jeopardy push then costs the I/O thread no trip into Python.)
+        self.risk_callback = None
+        if on_risk is not None:
+            def risk(_user_data: Optional[int], token: int, at_risk: int, left_ms: int) -> None:
                 on_risk(token, bool(at_risk), left_ms / 1000.0)
-        # (The C library calls these until the lease handle is freed: they live as long.)
-        self.risk_callback = _native.RiskFn(risk)
+            self.risk_callback = _native.RiskFn(risk)
 
         def trampoline(_user_data: Optional[int], token: int, reason: int) -> None:
             self.event.set()
@@ -501,7 +503,8 @@ class Client:
                                    else "at its default"))
         loss = _LossHook(on_lost, interrupt_main, on_risk)
         options.on_lost = loss.callback
-        options.on_risk = loss.risk_callback
+        if loss.risk_callback is not None:
+            options.on_risk = loss.risk_callback
         handle = ctypes.c_void_p()
         err = _native.Error()
         with self._in_call() as client:
