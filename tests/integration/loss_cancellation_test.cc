@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -122,28 +123,31 @@ struct Frozen {
   bool frozen = true;
 };
 
-AcquireOptions heardBy(Heard& heard) {
-  AcquireOptions options = acquireOptions(milliseconds(0), milliseconds(30000));
-  options.onRisk = [&heard](uint64_t, bool atRisk, Millis left) {
-    heard.add(atRisk ? "risk" : "safe", left);
-  };
-  options.onLost = [&heard](uint64_t, LossReason) { heard.add("lost"); };
-  return options;
-}
+// A sidecar with a 4 s session, a client, and what its lease heard.
+class LeaseJeopardyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SidecarOptions options;
+    options.sessionTimeout = "4s";
+    cluster.startSidecar(options);
+    client = cluster.connect(0);
+  }
+  std::unique_ptr<Lease> acquireHeard(const std::string& name) {
+    AcquireOptions options = acquireOptions(milliseconds(0), milliseconds(30000));
+    options.onRisk = [this](uint64_t, bool atRisk, Millis left) {
+      heard.add(atRisk ? "risk" : "safe", left);
+    };
+    options.onLost = [this](uint64_t, LossReason) { heard.add("lost"); };
+    return client->acquire(name, options);
+  }
 
-SidecarCluster& startedWithTimeout(SidecarCluster& cluster) {
-  SidecarOptions options;
-  options.sessionTimeout = "4s";
-  cluster.startSidecar(options);
-  return cluster;
-}
-
-TEST(LeaseJeopardyTest, AFrozenZooKeeperPutsTheLeaseAtRiskBeforeItIsLost) {
   SidecarCluster cluster;
-  startedWithTimeout(cluster);
-  auto client = cluster.connect(0);
+  std::unique_ptr<Client> client;
   Heard heard;
-  auto lease = client->acquire("jeopardy/frozen", heardBy(heard));
+};
+
+TEST_F(LeaseJeopardyTest, AFrozenZooKeeperPutsTheLeaseAtRiskBeforeItIsLost) {
+  auto lease = acquireHeard("jeopardy/frozen");
   ASSERT_TRUE(lease);
   {
     Frozen frozen(cluster);
@@ -160,12 +164,8 @@ TEST(LeaseJeopardyTest, AFrozenZooKeeperPutsTheLeaseAtRiskBeforeItIsLost) {
               static_cast<long long>(events[0].second.count()));
 }
 
-TEST(LeaseJeopardyTest, AShortFreezeIsAtRiskThenSafeAgainAndTheLeaseHolds) {
-  SidecarCluster cluster;
-  startedWithTimeout(cluster);
-  auto client = cluster.connect(0);
-  Heard heard;
-  auto lease = client->acquire("jeopardy/short", heardBy(heard));
+TEST_F(LeaseJeopardyTest, AShortFreezeIsAtRiskThenSafeAgainAndTheLeaseHolds) {
+  auto lease = acquireHeard("jeopardy/short");
   ASSERT_TRUE(lease);
   {
     Frozen frozen(cluster);
