@@ -32,6 +32,7 @@ STORE = re.compile(r"(GET|PUT) key=(\S+) lock=(\S+) token=(\d+) -> (\d+) (.*)$")
 SEQ = re.compile(r"accepted seq=(\d+)")
 STORE_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] ")
 SIDECAR_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")
+MS = 1_000_000
 
 
 class Section:
@@ -89,20 +90,19 @@ def read_sections(workdir):
 
 
 def read_store(workdir):
-    """[(seq, method, token, status)] of accepted requests, and [(wall s or None, method, token,
-    status)] of refused ones (the store logs in local time)."""
+    """[(seq, method, token, status, wall s or None)] of accepted requests, and [(wall s or None,
+    method, token, status)] of refused ones (the store logs in local time, to the ms)."""
     accepted, refused = [], []
     for line in read_lines(os.path.join(workdir, "store.log")):
         m = STORE.search(line)
         if not m:
             continue
+        t = STORE_TIME.match(line)
+        wall = datetime.datetime.strptime(t[1], "%Y-%m-%d %H:%M:%S.%f").timestamp() if t else None
         seq = SEQ.search(m[6])
         if seq:
-            accepted.append((int(seq[1]), m[1], int(m[4]), int(m[5])))
+            accepted.append((int(seq[1]), m[1], int(m[4]), int(m[5]), wall))
         else:
-            t = STORE_TIME.match(line)
-            wall = (datetime.datetime.strptime(t[1], "%Y-%m-%d %H:%M:%S.%f").timestamp()
-                    if t else None)
             refused.append((wall, m[1], int(m[4]), int(m[5])))
     accepted.sort()
     return accepted, refused
@@ -168,7 +168,7 @@ def check(workdir):
 
     # Fencing at the store: tokens never go down in its acceptance order.
     highest = 0
-    for seq, method, token, _ in accepted:
+    for seq, method, token, _, _ in accepted:
         if token < highest:
             failures.append("store accepted %s seq=%d with token %d after token %d" % (
                 method, seq, token, highest))
@@ -179,7 +179,7 @@ def check(workdir):
     for s in sections:
         for e in s.accepted("put"):
             put_value[s.token] = e[3]
-    puts = [(seq, token) for seq, method, token, _ in accepted if method == "PUT"]
+    puts = [(seq, token) for seq, method, token, _, _ in accepted if method == "PUT"]
     for rank, (seq, token) in enumerate(puts, 1):
         if token in put_value and put_value[token] != rank:
             failures.append("lost or doubled increment: write %d (seq %d, token %d) wrote %d" % (
@@ -198,7 +198,14 @@ def check(workdir):
         if n > 1:
             failures.append("token %d granted %d times" % (token, n))
 
-    # No two critical sections of different tokens overlap in time, unless fenced.
+    # No two critical sections of different tokens overlap in time, unless fenced. A request's
+    # step is logged when its answer arrives, which a freeze can delay long after the store
+    # accepted it: the store's own stamp (to the ms, hence + 1 ms) bounds when it was accepted.
+    store_ns = {}
+    for _, method, token, _, wall in accepted:
+        if wall is not None:
+            store_ns.setdefault((token, method.lower()), wall_to_mono(wall) + MS)
+    accepted_by = lambda token, e: min(e[0], store_ns.get((token, e[1]), e[0]))  # noqa: E731
     overlaps = []  # (ns, fenced)
     run_pids = collections.defaultdict(set)
     for ns, worker, kind, f in runs:
@@ -213,7 +220,8 @@ def check(workdir):
             inside = [e for e in first.events if e[0] > second.start]
             if not inside:
                 continue
-            any_accepted = any(e[1] in ("get", "put") and e[2] in (200, 404) for e in inside)
+            any_accepted = any(e[1] in ("get", "put") and e[2] in (200, 404)
+                               and accepted_by(first.token, e) > second.start for e in inside)
             was_frozen = any(f0 < first.last and f1 > first.start and pids & run_pids[first.worker]
                              for f0, f1, pids in freezes)
             fenced = was_frozen and not any_accepted

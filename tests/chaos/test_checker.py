@@ -1,5 +1,6 @@
 """checker.py on made-up histories: each failure it must find, and what it must let pass."""
 
+import datetime
 import json
 import os
 import shutil
@@ -33,29 +34,32 @@ class History:
         self.events.setdefault(worker, []).append("%d %s %s" % (ns, worker, text))
 
     def section(self, worker, token, start_ms, get_ms, put_ms, value, get_status=200,
-                put_status=200, end_ms=None):
-        """One critical section: GET at get_ms, PUT of `value` at put_ms (None: no PUT)."""
+                put_status=200, end_ms=None, put_stored_ms=None):
+        """One critical section: GET at get_ms, PUT of `value` at put_ms (None: no PUT), each
+        stamped by the store when the worker logs its answer unless put_stored_ms says earlier."""
         self._log(worker, start_ms * MS, "run-start pid=%d" % (1000 + token))
         self._log(worker, start_ms * MS, "cs token=%d start" % token)
-        self._store("GET", token, get_status)
+        self._store("GET", token, get_status, get_ms)
         self._log(worker, get_ms * MS, "cs token=%d get status=%d value=%d" % (
             token, get_status, value - 1))
         if put_ms is not None:
-            self._store("PUT", token, put_status)
+            self._store("PUT", token, put_status,
+                        put_stored_ms if put_stored_ms is not None else put_ms)
             self._log(worker, put_ms * MS, "cs token=%d put status=%d value=%d" % (
                 token, put_status, value))
         last = end_ms if end_ms is not None else (put_ms or get_ms) + 1
         self._log(worker, last * MS, "cs token=%d end reason=done" % token)
         self._log(worker, last * MS, "run-end pid=%d rc=0" % (1000 + token))
 
-    def _store(self, method, token, status):
+    def _store(self, method, token, status, at_ms):
         if status in (200, 404):
             self.seq += 1
             verdict = "accepted seq=%d" % self.seq
         else:
             verdict = "stale, highest 99"
-        self.store.append("[info] %s key=counter lock=counter token=%d -> %d %s" % (
-            method, token, status, verdict))
+        stamp = datetime.datetime.fromtimestamp(at_ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")
+        self.store.append("[%s] [info] %s key=counter lock=counter token=%d -> %d %s" % (
+            stamp[:-3], method, token, status, verdict))
 
     def freeze(self, pid, from_ms, to_ms):
         pids = "%d,%d" % (pid, pid + 1)
@@ -139,6 +143,16 @@ class CheckerTest(unittest.TestCase):
         h.section("w1", 11, 5, 6, None, 1)
         failures, _ = h.check()
         self.assertTrue(any("accepted inside" in f for f in failures), failures)
+
+    def test_a_holder_frozen_after_its_write_was_accepted_is_fenced_not_inside(self):
+        # The store took the PUT at 2 ms; the freeze held its answer back until 20 ms.
+        h = History(self)
+        h.section("w0", 10, 0, 1, 20, 1, put_stored_ms=2)
+        h.freeze(1010, 3, 19)
+        h.section("w1", 11, 5, 6, 7, 2)
+        failures, rows = h.check()
+        self.assertEqual(failures, [])
+        self.assertEqual(rows["holder-freeze"]["overlaps (fenced)"], 1)
 
     def test_nodes_left_and_a_fencectl_past_its_bound_fail(self):
         h = History(self)
