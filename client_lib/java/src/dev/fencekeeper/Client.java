@@ -52,6 +52,7 @@ public final class Client implements AutoCloseable {
     final String name;
     final Pointer request;
     final Memory owner; // (kept until the call is done: the C library copies it then)
+    private boolean freed; // guarded by this: a cancel from another thread must not follow the free
 
     Request(String name, LockOptions options) throws FencekeeperException {
       this.name = name;
@@ -78,13 +79,16 @@ public final class Client implements AutoCloseable {
       Native.Error err = new Native.Error();
       int code = Native.LIB.fk_request_wait(request, timeoutMs, out, err);
       if (code == ErrorCode.IN_PROGRESS.value) return null;
-      Native.LIB.fk_request_free(request);
+      synchronized (this) {
+        Native.LIB.fk_request_free(request);
+        freed = true;
+      }
       if (code != 0) throw err.exception();
       return new Lease(name, out.getValue(), hooks);
     }
 
-    void cancel() {
-      Native.LIB.fk_request_cancel(request); // async-signal-safe: from any thread
+    synchronized void cancel() {
+      if (!freed) Native.LIB.fk_request_cancel(request); // from any thread, until freed
     }
   }
 
@@ -138,8 +142,11 @@ public final class Client implements AutoCloseable {
     CompletableFuture<Lease> future = new CompletableFuture<>() {
       @Override
       public boolean cancel(boolean mayInterrupt) {
+        // Cancelled first, withdrawn second: withdrawing first let the waiter complete the
+        // future with CANCELLED before super.cancel, which then returned false.
+        if (!super.cancel(mayInterrupt)) return false;
         request.cancel();
-        return super.cancel(mayInterrupt);
+        return true;
       }
     };
     Thread waiter = new Thread(() -> {

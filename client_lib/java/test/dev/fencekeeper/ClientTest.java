@@ -121,21 +121,25 @@ class ClientTest {
 
   @Test
   void cancellingALockFutureWithdrawsIt() throws Exception {
+    // Many rounds: cancel() once raced the waiter thread, which could complete the future first.
     try (Lease holder = client.lock("java/future", LockOptions.defaults())) {
-      CompletableFuture<Lease> waiting = client.lockAsync("java/future", LockOptions.defaults());
-      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_S);
-      while (client.holder("java/future").waiters() == 0 && System.nanoTime() < until) {
-        Thread.sleep(10);
+      for (int round = 0; round < 50; round++) {
+        CompletableFuture<Lease> waiting = client.lockAsync("java/future", LockOptions.defaults());
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_S);
+        while (client.holder("java/future").waiters() == 0 && System.nanoTime() < until) {
+          Thread.sleep(1);
+        }
+        assertFalse(waiting.isDone(), () -> "done before the cancel: " + waiting.handle(
+            (lease, error) -> lease != null ? "granted " + lease.token() : String.valueOf(error))
+            .join());
+        assertTrue(waiting.cancel(true), "round " + round);
+        assertThrows(CancellationException.class, waiting::join);
+        until = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_S);
+        while (client.holder("java/future").waiters() != 0 && System.nanoTime() < until) {
+          Thread.sleep(1);
+        }
+        assertEquals(0, client.holder("java/future").waiters(), "round " + round);
       }
-      assertFalse(waiting.isDone(), () -> "done before the cancel: " + waiting.handle(
-          (lease, error) -> lease != null ? "granted " + lease.token() : String.valueOf(error)).join());
-      assertTrue(waiting.cancel(true));
-      assertThrows(CancellationException.class, waiting::join);
-      until = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_S);
-      while (client.holder("java/future").waiters() != 0 && System.nanoTime() < until) {
-        Thread.sleep(10);
-      }
-      assertEquals(0, client.holder("java/future").waiters());
     }
   }
 
