@@ -77,7 +77,7 @@ in_dir() { (cd "$1" && shift && "$@"); }
 
 # The tests ThreadSanitizer runs, and the test executables that hold them.
 tsan_tests="LeaseTest|LeaseTableStress|LeaseTableOrderTest|CAbiTest|AcquireAsyncTest|ReconnectTest|HolderWatchTest|SessionFault|LockEngineTest|StoppedWaiter|ClientBootClock|SessionGuardTest|EngineFaultTest|ZkConformance"
-tsan_targets="fk_unit_tests fk_lease_table_test fk_lease_test fk_c_abi_test fk_acquire_async_test fk_reconnect_test fk_holder_watch_test fk_fault_session_test fk_fault_waiter_test fk_engine_fault_test fk_client_clock_test fk_zk_conformance_test"
+tsan_targets="fk_engine_unit_tests fk_lease_table_test fk_lease_test fk_c_abi_test fk_acquire_async_test fk_reconnect_test fk_holder_watch_test fk_fault_session_test fk_fault_waiter_test fk_engine_fault_test fk_client_clock_test fk_zk_conformance_test"
 # Line tables only (-g1): reports keep file:line without full debug info's compile time; the
 # ASan tree at -Og (CMakeLists.txt, FK_OPT_LEVEL).
 asan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=address,undefined -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL=g"
