@@ -16,11 +16,12 @@ RUN bash scripts/setup.sh --build-only && rm -rf /var/lib/apt/lists/*
 
 FROM deps AS build
 COPY . .
-# -O2 as the tested builds, without debug info (runtime-files.sh strips what is left).
-RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+# Compiled as scripts/test.sh compiles build/ (-O2, line tables, which runtime-files.sh strips),
+# through ccache: tests/e2e/pods.sh mounts the host's cache, whose objects then serve this build.
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFK_DEBUG_LEVEL=1 -DFK_CCACHE=ON \
       -DBUILD_TESTING=OFF \
- && cmake --build /build -j"$(nproc)" --target fencekeeper fencectl fencekeeper_c \
- && bash scripts/runtime-files.sh /build /rootfs
+ && cmake --build build -j"$(nproc)" --target fencekeeper fencectl fencekeeper_c \
+ && bash scripts/runtime-files.sh build /rootfs
 
 FROM debian:12-slim
 COPY --from=build /rootfs/ /

@@ -16,6 +16,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 # removes a -mt-dev one (they conflict on the headers).
 build_pkgs=(libzookeeper-st-dev capnproto libcapnp-dev libspdlog-dev libfmt-dev libboost-dev
             cmake make g++ pkg-config
+            ccache               # -DFK_CCACHE=ON: the image build reuses the plain build's objects
             prometheus-cpp-dev   # the status socket's /metrics
             default-jdk-headless libjna-java)  # client_lib/java: fencekeeper.jar
 demo_pkgs=(zookeeper  # `fencekeeper --dev` runs its jars (and brings the Java runtime)

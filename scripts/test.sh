@@ -87,7 +87,7 @@ tsan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=thread -DFK_DEBUG_LEVEL=1 -DFK_OPT_L
 
 if [ "${FK_SANITIZERS:-0}" != 1 ]; then
   stage "install packages (scripts/setup.sh)" bash "$here/scripts/setup.sh"
-  stage "plain build (build/)" build "$here/build" ""
+  stage "plain build (build/)" build "$here/build" "-DFK_DEBUG_LEVEL=1 -DFK_CCACHE=ON"
   stage "every test (plain build)" in_dir "$here/build" \
     ctest --output-on-failure --timeout 600 -j"$jobs"
   stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
@@ -105,9 +105,10 @@ else
   }
   beside "packages and container downloads" downloads
   # What ships (and the examples), plain, with the tests configured for the plain-only ones. The
-  # build-only setup level leaves the packages to the install beside it.
+  # build-only setup level leaves the packages to the install beside it. Through ccache, whose
+  # objects the container test's image build then reuses (the Dockerfile compiles the same way).
   build_shipped() {
-    FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON -DFK_DEBUG_LEVEL=1" \
+    FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON -DFK_DEBUG_LEVEL=1 -DFK_CCACHE=ON" \
       fencekeeper fencectl fencekeeper_c fencekeeper_cxx fencekeeper_jar reconcile-worker fenced-store \
       fk_memory_bound_test fk-zk-harness
   }

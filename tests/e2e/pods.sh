@@ -121,7 +121,14 @@ else
   podman_build "k8s/zookeeper builds $zk_image" zk -t "$zk_image" "$here/k8s/zookeeper"
   podman_build "the Dockerfile's deps stage builds" deps --target deps -f "$here/Dockerfile" "$here"
   if [ "$mode" = --prepare ]; then echo "pods.sh --prepare: $passed passed, $failed failed"; exit 0; fi
-  podman_build "the Dockerfile builds $image" image -t "$image" -f "$here/Dockerfile" "$here"
+  # The host's ccache: the objects of build/ (compiled the Dockerfile's way) serve the image's.
+  cache=()
+  if command -v ccache >/dev/null; then
+    mkdir -p "$(ccache -k cache_dir)"
+    cache=(-v "$(ccache -k cache_dir):/root/.cache/ccache")
+  fi
+  podman_build "the Dockerfile builds $image" image "${cache[@]}" -t "$image" -f "$here/Dockerfile" \
+    "$here"
 fi
 podman_build "the test's app image builds" app -t "$app_image" "$here/tests/e2e/app"
 
