@@ -6,9 +6,12 @@
 # oracle failure fails the run; the input that caused it is kept as
 # build-fuzz/crashes/<target>-<kind>-<sha1> and its path printed. docs/security.md, "Fuzzing".
 #   FK_FUZZ_TARGETS="rpc_calls" FK_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=2 -workers=2
-# Extra arguments go to every libFuzzer run.
+# Extra arguments go to every libFuzzer run; --build-only, first, builds and runs nothing
+# (scripts/test.sh builds beside other work, then runs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
+build_only=0
+[ "${1:-}" != --build-only ] || { build_only=1; shift; }
 bash "$here/scripts/setup.sh"
 build="${FK_FUZZ_BUILD_DIR:-$here/build-fuzz}"
 seconds="${FK_FUZZ_SECONDS:-20}"
@@ -17,6 +20,7 @@ CC=clang CXX=clang++ cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebI
   -DFK_SANITIZE=address,undefined -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL=1 -DBUILD_TESTING=OFF \
   -DFK_WERROR="${FK_WERROR:-OFF}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+[ $build_only = 0 ] || exit 0
 mkdir -p "$build/crashes"
 # All targets at once: each runs FK_FUZZ_SECONDS of wall time, sharing the cores.
 declare -A pid

@@ -14,8 +14,9 @@
 # runs the tests where threads meet: the client library (cancellable acquires, reconnects), the
 # sidecar's ZooKeeper hand-off, the C ABI, the lease table's seqlocks; only their targets are
 # built. Work that waits on the network runs beside the compiles as SCHED_IDLE: the tests'
-# packages and the container test's downloads, while the plain and ASan trees compile. Nothing
-# runs beside a test stage.
+# packages and the container test's downloads, while the plain and ASan trees compile; the TSan
+# and fuzz trees compile beside the fault campaign, which asserts no timing. Nothing runs beside
+# a test stage.
 # FK_SKIP_PODS=1 leaves the container test out (a machine without podman's needs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -125,18 +126,21 @@ else
   stage "every test under ASan+UBSan" in_dir "$here/build-asan" env \
     LSAN_OPTIONS="suppressions=$here/tests/lsan.supp" FK_FLOOD_SECONDS="${FK_FLOOD_SECONDS:-20}" \
     ctest --output-on-failure --timeout 900 -j"$jobs"
-  # The TSan tree compiles beside the fault campaign, as SCHED_IDLE: the campaign asserts no
-  # timing, only safety (which must hold on a loaded machine too), and leaves about a core idle.
+  # The TSan tree and the fuzz targets compile beside the fault campaign, as SCHED_IDLE: the
+  # campaign asserts no timing, only safety (which must hold on a loaded machine too), and leaves
+  # about a core idle; the fuzz build then fills what the TSan build's last links leave idle.
   # shellcheck disable=SC2086
   build_tsan() { build "$here/build-tsan" "$tsan_args" $tsan_targets; }
   beside "TSan build of its tests (build-tsan)" build_tsan
+  beside "fuzz build (build-fuzz)" bash "$here/scripts/fuzz.sh" --build-only
   stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
     bash "$here/tests/chaos/run.sh" "${chaos_args[@]}"
   stage "wait: TSan build" join "TSan build of its tests (build-tsan)"
+  stage "wait: fuzz build" join "fuzz build (build-fuzz)"
   stage "the threaded tests under TSan" in_dir "$here/build-tsan" env \
     TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tests/tsan.supp" \
     ctest --output-on-failure --timeout 900 -j"$jobs" -R "$tsan_tests"
-  stage "fuzz: build and a bounded run (scripts/fuzz.sh)" bash "$here/scripts/fuzz.sh"
+  stage "fuzz: a bounded run (scripts/fuzz.sh)" bash "$here/scripts/fuzz.sh"
   if [ $pods = 1 ]; then
     stage "containers: images, manifests, pods (tests/e2e/pods.sh)" bash "$here/tests/e2e/pods.sh"
   fi
