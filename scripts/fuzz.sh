@@ -2,8 +2,8 @@
 # Builds the libFuzzer targets of tests/fuzz with clang under ASan+UBSan (build-fuzz/, -DFK_FUZZ=ON,
 # only the libraries they link; -O1 and line tables only: quick to build, enough for reports) and
 # runs them all at once, each for FK_FUZZ_SECONDS (default 20), from its committed seed corpus.
-# New inputs go to build-fuzz/work/<target>, never into the repo. Any crash, leak, timeout, memory blow-up or
-# oracle failure fails the run; the input that caused it is kept as
+# New inputs go to build-fuzz/work/<target>, never into the repo. Any crash, leak, timeout,
+# memory blow-up or oracle failure fails the run; the input that caused it is kept as
 # build-fuzz/crashes/<target>-<kind>-<sha1> and its path printed. docs/security.md, "Fuzzing".
 #   FK_FUZZ_TARGETS="rpc_calls" FK_FUZZ_SECONDS=3600 bash scripts/fuzz.sh -jobs=2 -workers=2
 # Extra arguments go to every libFuzzer run; --build-only, first, builds and runs nothing
@@ -37,12 +37,11 @@ done
 failed=0
 for t in "${targets[@]}"; do
   log="$build/fuzz_$t.log"
+  echo "== fuzz_$t"
   if wait "${pid[$t]}"; then
-    echo "== fuzz_$t"
     grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^Done " "$log" || true
   else
     failed=1
-    echo "== fuzz_$t"
     grep -v -E "^#[0-9]+\s+(NEW|REDUCE|pulse|RELOAD)|^\s+NEW_FUNC" "$log" | tail -n 60
     echo "fuzz_$t FAILED; the input: $(grep -o "Test unit written to .*" "$log" | cut -d' ' -f5-)"
     echo "reproduce: $build/tests/fuzz/fuzz_$t <input>  (FK_FUZZ_LOG=1 for the sidecar's log)"

@@ -85,10 +85,13 @@ asan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=address,undefined -DFK_DEBUG_LEVEL=1
 # TSan keeps -O2: at -Og its instrumented code is slower still, and CAbiTest.CallsFromManyThreads
 # (calls from many threads on one lease) failed once there; earlier -O2 runs had passed.
 tsan_args="-DBUILD_TESTING=ON -DFK_SANITIZE=thread -DFK_DEBUG_LEVEL=1 -DFK_OPT_LEVEL="
+# build/ as the Dockerfile compiles (line tables, through ccache): the image build then reuses
+# its objects.
+plain_args="-DFK_DEBUG_LEVEL=1 -DFK_CCACHE=ON"
 
 if [ "${FK_SANITIZERS:-0}" != 1 ]; then
   stage "install packages (scripts/setup.sh)" bash "$here/scripts/setup.sh"
-  stage "plain build (build/)" build "$here/build" "-DFK_DEBUG_LEVEL=1 -DFK_CCACHE=ON"
+  stage "plain build (build/)" build "$here/build" "$plain_args"
   stage "every test (plain build)" in_dir "$here/build" \
     ctest --output-on-failure --timeout 600 -j"$jobs"
   stage "fault campaign (tests/chaos/run.sh)" env FK_BUILD_DIR="$here/build" \
@@ -106,10 +109,9 @@ else
   }
   beside "packages and container downloads" downloads
   # What ships (and the examples), plain, with the tests configured for the plain-only ones. The
-  # build-only setup level leaves the packages to the install beside it. Through ccache, whose
-  # objects the container test's image build then reuses (the Dockerfile compiles the same way).
+  # build-only setup level leaves the packages to the install beside it.
   build_shipped() {
-    FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON -DFK_DEBUG_LEVEL=1 -DFK_CCACHE=ON" \
+    FK_SETUP_LEVEL=build-only build "$here/build" "-DBUILD_TESTING=ON $plain_args" \
       fencekeeper fencectl fencekeeper_c fencekeeper_cxx fencekeeper_jar reconcile-worker fenced-store \
       fk_memory_bound_test fk-zk-harness
   }
